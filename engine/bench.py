@@ -1,0 +1,128 @@
+"""`python -m engine.bench`: the engine's speed against this machine's own floors.
+
+The floors are measured in the same process, on the model's own weights,
+interleaved with the engine's runs so both see the same machine:
+
+- decode floor: one float32 vector through every weight matrix (reading all
+  weights once), the least any decode step can cost;
+- prefill floor: a T-token block through every weight matrix, the matrix
+  multiply work a T-token prefill cannot avoid.
+
+Both floors include the LM head for one row, as the engine does. Reported
+figures are medians over repeats; the ratio engine / floor is the result.
+"""
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from .config import DEFAULT_PRESET, PRESETS, preset
+from .kv_cache import KVCache
+from .model import Model
+
+TARGETS = {("decode", 256): 1.2, ("decode", 1024): 1.4, ("prefill", 256): 1.3, ("prefill", 1024): 1.75}
+
+
+def timed(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def weight_pass(model: Model, rows: int):
+    """A function running `rows` random rows through every weight matrix once."""
+    rng = np.random.default_rng(0)
+    c = model.config
+    x_embd = rng.standard_normal((rows, c.n_embd), dtype=np.float32)
+    x_mlp = rng.standard_normal((rows, c.n_mlp), dtype=np.float32)
+    head_in = x_embd[-1]  # the LM head sees only the sampled position
+    if rows == 1:  # a true matrix-vector product
+        x_embd, x_mlp = x_embd[0], x_mlp[0]
+    lm_head = model.wte.T
+
+    def run():
+        for b in model.blocks:
+            x_embd @ b.w_qkv
+            x_embd @ b.w_o
+            x_embd @ b.w_fc
+            x_mlp @ b.w_proj
+        head_in @ lm_head
+
+    return run
+
+
+def decode_step(model: Model, context: int, repeats: int):
+    """A function running one decode step at `context` tokens held; the cache
+    is reserved up front so the timing is the steady-state step."""
+    cache = KVCache(model.config)
+    cache.reserve(context + repeats + 1)
+    model.forward(np.random.default_rng(1).integers(0, 256, context), cache)
+    return lambda: model.forward([65], cache)
+
+
+def prefill(model: Model, tokens: int):
+    ids = np.random.default_rng(2).integers(0, 256, tokens)
+
+    def run():
+        cache = KVCache(model.config)
+        model.forward(ids, cache)
+        cache.free()
+
+    return run
+
+
+def run_bench(model: Model, sizes, repeats: int, kinds=("decode", "prefill"), out=sys.stderr) -> list[dict]:
+    rows = []
+    for kind in kinds:
+        for n in sizes:
+            if kind == "decode":
+                engine_fn, floor_fn = decode_step(model, n, repeats), weight_pass(model, 1)
+            else:
+                engine_fn, floor_fn = prefill(model, n), weight_pass(model, n)
+            engine_fn(), floor_fn()  # warm-up, not counted
+            engine_t, floor_t = [], []
+            for _ in range(repeats):  # interleaved, so noise hits both alike
+                engine_t.append(timed(engine_fn))
+                floor_t.append(timed(floor_fn))
+            e, f = statistics.median(engine_t) * 1e3, statistics.median(floor_t) * 1e3
+            row = {"kind": kind, "tokens": n, "engine_ms": e, "floor_ms": f, "ratio": e / f,
+                   "target_ratio": TARGETS.get((kind, n))}
+            rows.append(row)
+            print(f"  {kind} {n}: {e:.1f} ms vs floor {f:.1f} ms", file=out, flush=True)
+    return rows
+
+
+def format_table(rows) -> str:
+    lines = [f"{'what':>8} {'tokens':>7} {'engine ms':>10} {'floor ms':>9} {'ratio':>6} {'target':>7}"]
+    for r in rows:
+        target = f"<={r['target_ratio']:.2f}" if r["target_ratio"] else ""
+        lines.append(f"{r['kind']:>8} {r['tokens']:>7} {r['engine_ms']:>10.1f} {r['floor_ms']:>9.1f} "
+                     f"{r['ratio']:>6.2f} {target:>7}")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m engine.bench", description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", default=DEFAULT_PRESET, choices=sorted(PRESETS))
+    p.add_argument("--sizes", type=int, nargs="+", default=[64, 256, 1024],
+                   help="decode context lengths and prefill prompt lengths (tokens)")
+    p.add_argument("--repeats", type=int, default=7, help="timed repeats per case (median reported)")
+    p.add_argument("--only", choices=["decode", "prefill"], help="run one kind of case")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
+    args = p.parse_args(argv)
+    config = preset(args.model)
+    if max(args.sizes) >= config.n_ctx or min(args.sizes) < 1:
+        p.error(f"sizes must be between 1 and {config.n_ctx - 1} for {args.model}")
+    print(f"building {args.model} ({config.n_params / 1e6:.0f}M parameters)...", file=sys.stderr, flush=True)
+    model = Model(config)
+    kinds = [args.only] if args.only else ["decode", "prefill"]
+    rows = run_bench(model, args.sizes, args.repeats, kinds)
+    print(json.dumps(rows, indent=1) if args.json else format_table(rows))
+
+
+if __name__ == "__main__":
+    main()

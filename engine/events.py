@@ -1,0 +1,67 @@
+"""What one request reports as it moves through the factory, in order:
+
+    Tokenized, PrefillProgress* , Prefilled, Token+, Done
+
+Every event carries `t`, a `time.perf_counter()` reading in seconds, taken
+when the thing it reports had happened. Converting to wire formats (JSON,
+milliseconds since arrival) is the web edge's job, not the engine's.
+"""
+
+from dataclasses import dataclass
+
+from .stopwatch import Stats
+
+
+@dataclass(frozen=True)
+class Tokenized:
+    """The Chopper finished: the prompt as token ids and the bytes they stand for."""
+
+    t: float
+    ids: list[int]
+    pieces: list[bytes]
+
+
+@dataclass(frozen=True)
+class PrefillProgress:
+    """The Reader finished one more layer of the prompt."""
+
+    t: float
+    layers_done: int
+    layers_total: int
+
+
+@dataclass(frozen=True)
+class Prefilled:
+    """The Reader finished: the prompt is in the KV cache."""
+
+    t: float
+    prompt_tokens: int
+    kv_bytes: int
+
+
+@dataclass(frozen=True)
+class Token:
+    """The Typewriter produced one token.
+
+    `text` is what became printable with it: "" while a multi-byte character
+    is incomplete. `kv_bytes` is what the cache holds after this step.
+    """
+
+    t: float
+    index: int
+    id: int
+    text: str
+    kv_bytes: int
+
+
+@dataclass(frozen=True)
+class Done:
+    """The answer is complete. `finish_reason` is "length": max_tokens reached
+    or the context full."""
+
+    t: float
+    finish_reason: str
+    stats: Stats
+
+
+Event = Tokenized | PrefillProgress | Prefilled | Token | Done

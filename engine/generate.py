@@ -1,0 +1,117 @@
+"""One request end to end: chop, read, type, as a generator of events.
+
+`generate` checks its input at once (a ValueError naming the problem, before
+any work or memory is spent) and returns a generator. Iterating it runs the
+request and yields its events (engine/events.py) with perf_counter
+timestamps. The caller may stop between any two events (close the generator
+or drop it): the KV cache is freed either way, as it is at the end.
+
+A prompt plus max_tokens beyond the context is not an error: the answer
+stops when the context is full, with finish reason "length", as it does at
+max_tokens. The prompt itself must leave room for at least one new token.
+"""
+
+import time
+from dataclasses import dataclass
+
+from . import tokenizer
+from .events import Done, Event, PrefillProgress, Prefilled, Token, Tokenized
+from .kv_cache import KVCache
+from .model import Model
+from .sampling import GREEDY, SamplingParams, sample
+from .stopwatch import Stats, summarize
+
+PREFILL_CHUNK = 1024  # tokens per forward call while reading a prompt: bounds the scratch memory
+
+
+def generate(model: Model, prompt: str, max_tokens: int, sampling: SamplingParams = GREEDY,
+             arrived: float | None = None):
+    """Check the request and return the generator that runs it.
+
+    `arrived` is when the request reached the server (perf_counter seconds);
+    TTFT and total count from it, so time spent waiting in line is included.
+    Defaults to now.
+    """
+    arrived = time.perf_counter() if arrived is None else arrived
+    if not isinstance(prompt, str):
+        raise ValueError(f"prompt must be a string, not {type(prompt).__name__}")
+    if prompt == "":
+        raise ValueError("prompt is empty: give at least one character")
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+        raise ValueError(f"max_tokens must be a whole number >= 1, got {max_tokens!r}")
+    if not isinstance(sampling, SamplingParams):
+        raise ValueError("sampling must be a SamplingParams")
+    chop_start = time.perf_counter()
+    ids = tokenizer.encode(prompt)
+    n_ctx = model.config.n_ctx
+    if len(ids) >= n_ctx:
+        raise ValueError(f"prompt is {len(ids)} tokens; the context holds {n_ctx}, "
+                         f"so a prompt may have at most {n_ctx - 1} tokens")
+    tokenized = time.perf_counter()
+    return _run(model, ids, max_tokens, sampling, arrived, chop_start, tokenized)
+
+
+def _run(model: Model, ids: list[int], max_tokens: int, sampling: SamplingParams,
+         arrived: float, chop_start: float, tokenized: float):
+    yield Tokenized(tokenized, ids, [tokenizer.piece(i) for i in ids])
+    cache = KVCache(model.config)
+    try:
+        logits = yield from _prefill(model, ids, cache)
+        prefilled = time.perf_counter()
+        yield Prefilled(prefilled, len(ids), cache.bytes_used)
+
+        n_new = min(max_tokens, model.config.n_ctx - len(ids))  # stop when the context is full
+        decoder, rng = tokenizer.StreamDecoder(), sampling.rng()
+        token_times = []
+        for index in range(n_new):
+            if index > 0:
+                logits = model.forward([token_id], cache)
+            token_id = sample(logits, sampling, rng)
+            t = time.perf_counter()
+            token_times.append(t)
+            text = decoder.feed(token_id, final=index == n_new - 1)
+            yield Token(t, index, token_id, text, cache.bytes_used)
+
+        stats = summarize(arrived, chop_start, tokenized, prefilled, token_times, len(ids))
+        yield Done(time.perf_counter(), "length", stats)
+    finally:
+        cache.free()
+
+
+def _prefill(model: Model, ids: list[int], cache: KVCache):
+    """Read the prompt in chunks of PREFILL_CHUNK tokens, yielding progress
+    after every layer of every chunk; returns the last position's logits."""
+    L = model.config.n_layer
+    total = L * -(-len(ids) // PREFILL_CHUNK)
+    done = 0
+    for start in range(0, len(ids), PREFILL_CHUNK):
+        steps = model.forward_steps(ids[start : start + PREFILL_CHUNK], cache)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as finished:
+                logits = finished.value
+                break
+            done += 1
+            yield PrefillProgress(time.perf_counter(), done, total)
+    return logits
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    token_ids: list[int]
+    finish_reason: str
+    stats: Stats
+
+
+def complete(model: Model, prompt: str, max_tokens: int, sampling: SamplingParams = GREEDY) -> Completion:
+    """The non-streaming form: run `generate` to the end and collect the answer."""
+    texts, ids = [], []
+    for event in generate(model, prompt, max_tokens, sampling):
+        if isinstance(event, Token):
+            texts.append(event.text)
+            ids.append(event.id)
+        elif isinstance(event, Done):
+            return Completion("".join(texts), ids, event.finish_reason, event.stats)
+    raise AssertionError("generate ended without a Done event")

@@ -1,0 +1,191 @@
+"""The decoder: GPT-2's shape with seeded random weights, in float32 NumPy.
+
+`forward` takes only the new tokens and a KV cache, so one function serves
+the Reader (prefill: the whole prompt in one pass) and the Typewriter (decode:
+one token per step). It returns the logits of the last new position; only
+that position goes through the LM head, since nothing else is sampled.
+
+Everything stays float32: under NumPy 2 one float64 scalar silently promotes
+an activation to float64 and every later matmul converts its weights, about
+5x slower. So every constant below is an np.float32 or a Python float (which
+NumPy treats as "weak" and does not promote with).
+
+This module knows nothing about text, sampling or time.
+"""
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from .config import ModelConfig
+from .kv_cache import KVCache
+
+ATTN_BLOCK = 128  # queries per block in causal attention: bounds the scores held at once
+GELU_C = np.float32(np.sqrt(2.0 / np.pi))
+GELU_C3 = np.float32(np.sqrt(2.0 / np.pi) * 0.044715)
+
+
+@dataclass
+class Block:
+    w_qkv: np.ndarray  # (C, 3C): queries, keys, values side by side
+    w_o: np.ndarray  # (C, C)
+    w_fc: np.ndarray  # (C, M)
+    w_proj: np.ndarray  # (M, C)
+
+    def matrices(self):
+        return (self.w_qkv, self.w_o, self.w_fc, self.w_proj)
+
+
+class Model:
+    def __init__(self, config: ModelConfig):
+        self.config = config
+        rng = np.random.default_rng(config.seed)
+        std = np.float32(config.init_std)
+
+        def normal(*shape):
+            w = rng.standard_normal(shape, dtype=np.float32)  # drawn in float32: no 2x temporary
+            w *= std
+            return w
+
+        C, M = config.n_embd, config.n_mlp
+        self.wte = normal(config.vocab_size, C)  # token embedding, tied to the LM head
+        self.wpe = normal(config.n_ctx, C)  # learned position embedding
+        self.blocks = [Block(normal(C, 3 * C), normal(C, C), normal(C, M), normal(M, C)) for _ in range(config.n_layer)]
+        self.q_scale = np.float32(1.0 / np.sqrt(config.head_size))
+        self.scratch = Scratch()
+
+    @property
+    def weight_bytes(self) -> int:
+        return self.wte.nbytes + self.wpe.nbytes + sum(w.nbytes for b in self.blocks for w in b.matrices())
+
+    def forward(self, ids, cache: KVCache, all_logits: bool = False) -> np.ndarray:
+        """Run the new tokens `ids` through the model, appending them to `cache`.
+
+        Returns the logits (V,) of the last new position, or (T, V) for every
+        new position when `all_logits` is set (the tests' oracle comparison).
+        """
+        steps = self.forward_steps(ids, cache, all_logits)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as finished:
+                return finished.value
+
+    def forward_steps(self, ids, cache: KVCache, all_logits: bool = False):
+        """`forward` as a generator: yields the number of layers done after each
+        block (so a long prefill can report progress or be abandoned), and
+        returns the logits. Abandoned midway, the cache keeps its length."""
+        c, s = self.config, self.scratch
+        H, hd, C, M = c.n_head, c.head_size, c.n_embd, c.n_mlp
+        T, P = len(ids), cache.length  # new tokens, positions already cached
+        assert T >= 1, "forward needs at least one new token"
+        cache.reserve(P + T)
+
+        x = np.add(self.wte[ids], self.wpe[P : P + T], out=s.array("x", (T, C)))  # residual stream
+        normed, proj = s.array("normed", (T, C)), s.array("proj", (T, C))
+        qkv, hidden = s.array("qkv", (T, 3 * C)), s.array("hidden", (T, M))
+        for layer, block in enumerate(self.blocks):
+            np.matmul(layer_norm(x, c.ln_eps, out=normed), block.w_qkv, out=qkv)
+            qkv[:, :C] *= self.q_scale
+            q, k, v = qkv.reshape(T, 3, H, hd).transpose(1, 2, 0, 3)  # each (H, T, hd)
+            cache.k[layer, :, P : P + T] = k
+            cache.v[layer, :, P : P + T] = v
+            att = attention(q, cache.k[layer, :, : P + T], cache.v[layer, :, : P + T], P, s)  # (T, H, hd)
+            x += np.matmul(att.reshape(T, C), block.w_o, out=proj)
+            np.matmul(layer_norm(x, c.ln_eps, out=normed), block.w_fc, out=hidden)
+            x += np.matmul(gelu_(hidden, s.array("gelu", (T, M))), block.w_proj, out=proj)
+            yield layer + 1
+        cache.length = P + T
+
+        out = x if all_logits else x[-1:]  # only the sampled position needs logits
+        logits = layer_norm(out, c.ln_eps, out=normed[: len(out)]) @ self.wte.T  # (T or 1, V)
+        return logits if all_logits else logits[0]
+
+
+class Scratch:
+    """Named float32 work arrays, reused from one forward call to the next.
+
+    A fresh multi-megabyte array costs a page fault per 4 KiB page on first
+    touch, which made GELU 7x slower than the arithmetic itself; reusing the
+    buffers removes that. The buffers grow to the largest call seen, so the
+    caller bounds them by bounding the tokens per call (prefill chunks).
+    Not thread-safe: one engine thread owns the model.
+    """
+
+    def __init__(self):
+        self._buffers = {}
+
+    def array(self, name: str, shape) -> np.ndarray:
+        n = math.prod(shape)
+        buf = self._buffers.get(name)
+        if buf is None or buf.size < n:
+            buf = self._buffers[name] = np.empty(n, dtype=np.float32)
+        return buf[:n].reshape(shape)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(b.nbytes for b in self._buffers.values())
+
+
+def layer_norm(x: np.ndarray, eps: float, out: np.ndarray) -> np.ndarray:
+    """LayerNorm over the last axis, without learned scale or bias, into `out`."""
+    inv_c = 1.0 / x.shape[-1]
+    mean = np.add.reduce(x, axis=-1, keepdims=True)  # (T, 1); cheaper than x.mean per call
+    mean *= inv_c
+    np.subtract(x, mean, out=out)
+    var = np.einsum("tc,tc->t", out, out)[:, None]  # (T, 1)
+    var *= inv_c
+    var += eps
+    out /= np.sqrt(var, out=var)
+    return out
+
+
+def gelu_(x: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """GELU, tanh approximation, in place in `x`, with `t` as scratch:
+    0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
+    np.multiply(x, x, out=t)
+    t *= GELU_C3
+    t += GELU_C
+    t *= x  # sqrt(2/pi) (x + 0.044715 x^3)
+    np.tanh(t, out=t)
+    t += 1.0
+    x *= 0.5
+    x *= t
+    return x
+
+
+@lru_cache(maxsize=8)
+def causal_mask(n: int) -> np.ndarray:
+    """(n, n) additive mask: 0 on and below the diagonal, -inf above."""
+    mask = np.triu(np.full((n, n), -np.inf, dtype=np.float32), 1)
+    mask.flags.writeable = False
+    return mask
+
+
+def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, start: int, scratch: Scratch) -> np.ndarray:
+    """Causal attention for T queries at positions start..start+T-1.
+
+    q: (H, T, hd), already scaled; k, v: (H, start+T, hd), every key so far.
+    Returns (T, H, hd), the layout that merges heads for free. Queries go in
+    blocks of ATTN_BLOCK, each looking only at the keys up to its own last
+    position, so a long prompt never holds all H x T x T scores at once and
+    skips most of the masked upper half of the work.
+    """
+    H, T, hd = q.shape
+    out = scratch.array("att", (T, H, hd))
+    for i0 in range(0, T, ATTN_BLOCK):
+        i1 = min(i0 + ATTN_BLOCK, T)
+        n_keys = start + i1
+        scores = scratch.array("scores", (H, i1 - i0, n_keys))
+        np.matmul(q[:, i0:i1], k[:, :n_keys].transpose(0, 2, 1), out=scores)
+        if i1 - i0 > 1:  # this block's own positions: hide each query's future
+            scores[:, :, start + i0 :] += causal_mask(i1 - i0)
+        scores -= scores.max(-1, keepdims=True)
+        np.exp(scores, out=scores)
+        denom = scores.sum(-1, keepdims=True)  # (H, b, 1)
+        head_out = scores @ v[:, :n_keys]  # (H, b, hd)
+        head_out /= denom
+        out[i0:i1] = head_out.transpose(1, 0, 2)
+    return out
