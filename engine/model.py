@@ -182,10 +182,12 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, start: int, scratch: 
         np.matmul(q[:, i0:i1], k[:, :n_keys].transpose(0, 2, 1), out=scores)
         if i1 - i0 > 1:  # this block's own positions: hide each query's future
             scores[:, :, start + i0 :] += causal_mask(i1 - i0)
-        scores -= scores.max(-1, keepdims=True)
+        # softmax, normalised after the product with V (on hd numbers, not n_keys);
+        # ufunc reductions skip the .max()/.sum() wrappers, which show in decode
+        scores -= np.maximum.reduce(scores, axis=-1, keepdims=True)
         np.exp(scores, out=scores)
-        denom = scores.sum(-1, keepdims=True)  # (H, b, 1)
-        head_out = scores @ v[:, :n_keys]  # (H, b, hd)
+        denom = np.add.reduce(scores, axis=-1, keepdims=True)  # (H, b, 1)
+        head_out = out[i0:i1].transpose(1, 0, 2)  # (H, b, hd) view into out
+        np.matmul(scores, v[:, :n_keys], out=head_out)
         head_out /= denom
-        out[i0:i1] = head_out.transpose(1, 0, 2)
     return out
