@@ -1,6 +1,9 @@
 """What one request reports as it moves through the factory, in order:
 
-    Tokenized, PrefillProgress* , Prefilled, Token+, Done
+    Queued*, Tokenized, PrefillProgress*, Prefilled, Token+, then Done or Failed
+
+(Queued comes from the scheduler while the request waits in line; a request
+cancelled at any point ends with Done(finish_reason="cancelled").)
 
 Every event carries `t`, a `time.perf_counter()` reading in seconds, taken
 when the thing it reports had happened. Converting to wire formats (JSON,
@@ -10,6 +13,14 @@ milliseconds since arrival) is the web edge's job, not the engine's.
 from dataclasses import dataclass
 
 from .stopwatch import Stats
+
+
+@dataclass(frozen=True)
+class Queued:
+    """Waiting in line: `position` 1 is next."""
+
+    t: float
+    position: int
 
 
 @dataclass(frozen=True)
@@ -56,12 +67,21 @@ class Token:
 
 @dataclass(frozen=True)
 class Done:
-    """The answer is complete. `finish_reason` is "length": max_tokens reached
-    or the context full."""
+    """The answer is over. `finish_reason` is "length" (max_tokens reached or
+    the context full) with the request's `stats`, or "cancelled", with stats
+    None since a cancelled answer has no complete set of figures."""
 
     t: float
     finish_reason: str
-    stats: Stats
+    stats: Stats | None
 
 
-Event = Tokenized | PrefillProgress | Prefilled | Token | Done
+@dataclass(frozen=True)
+class Failed:
+    """The engine could not finish this request; `message` says why."""
+
+    t: float
+    message: str
+
+
+Event = Queued | Tokenized | PrefillProgress | Prefilled | Token | Done | Failed

@@ -16,12 +16,30 @@ from dataclasses import dataclass
 
 from . import tokenizer
 from .events import Done, Event, PrefillProgress, Prefilled, Token, Tokenized
+from .config import ModelConfig
 from .kv_cache import KVCache
 from .model import Model
 from .sampling import GREEDY, SamplingParams, sample
 from .stopwatch import Stats, summarize
 
 PREFILL_CHUNK = 1024  # tokens per forward call while reading a prompt: bounds the scratch memory
+
+
+def check_request(config: ModelConfig, prompt: str, max_tokens: int, sampling: SamplingParams) -> list[int]:
+    """The prompt's token ids, or a ValueError naming what is wrong with the request."""
+    if not isinstance(prompt, str):
+        raise ValueError(f"prompt must be a string, not {type(prompt).__name__}")
+    if prompt == "":
+        raise ValueError("prompt is empty: give at least one character")
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+        raise ValueError(f"max_tokens must be a whole number >= 1, got {max_tokens!r}")
+    if not isinstance(sampling, SamplingParams):
+        raise ValueError("sampling must be a SamplingParams")
+    ids = tokenizer.encode(prompt)
+    if len(ids) >= config.n_ctx:
+        raise ValueError(f"prompt is {len(ids)} tokens; the context holds {config.n_ctx}, "
+                         f"so a prompt may have at most {config.n_ctx - 1} tokens")
+    return ids
 
 
 def generate(model: Model, prompt: str, max_tokens: int, sampling: SamplingParams = GREEDY,
@@ -33,20 +51,8 @@ def generate(model: Model, prompt: str, max_tokens: int, sampling: SamplingParam
     Defaults to now.
     """
     arrived = time.perf_counter() if arrived is None else arrived
-    if not isinstance(prompt, str):
-        raise ValueError(f"prompt must be a string, not {type(prompt).__name__}")
-    if prompt == "":
-        raise ValueError("prompt is empty: give at least one character")
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-        raise ValueError(f"max_tokens must be a whole number >= 1, got {max_tokens!r}")
-    if not isinstance(sampling, SamplingParams):
-        raise ValueError("sampling must be a SamplingParams")
     chop_start = time.perf_counter()
-    ids = tokenizer.encode(prompt)
-    n_ctx = model.config.n_ctx
-    if len(ids) >= n_ctx:
-        raise ValueError(f"prompt is {len(ids)} tokens; the context holds {n_ctx}, "
-                         f"so a prompt may have at most {n_ctx - 1} tokens")
+    ids = check_request(model.config, prompt, max_tokens, sampling)
     tokenized = time.perf_counter()
     return _run(model, ids, max_tokens, sampling, arrived, chop_start, tokenized)
 

@@ -16,29 +16,9 @@ from .config import DEFAULT_PRESET, PRESETS, preset
 from .generate import complete
 from .model import Model
 from .questions import SEED_SIZES, question
-from .stopwatch import Stats
 
 COLUMNS = ("question", "chop ms", "read ms", "TTFT ms", "gap p50", "gap p99", "total s", "tokens/s",
            "read ms/tok", "type ms/tok", "type/read")
-
-
-def row(stats: Stats) -> dict:
-    """One table row; `tokens_per_s` is the seed's: (n - 1) / (last - first)."""
-    ms = lambda s: None if s is None else s * 1e3  # noqa: E731
-    return {
-        "question_tokens": stats.prompt_tokens,
-        "chop_ms": ms(stats.chop_s),
-        "read_ms": ms(stats.prefill_s),
-        "ttft_ms": ms(stats.ttft_s),
-        "gap_p50_ms": ms(stats.itl_p50_s),
-        "gap_p99_ms": ms(stats.itl_p99_s),
-        "total_s": stats.total_s,
-        "tokens_per_s": stats.decode_tokens_per_s,
-        "prefill_ms_per_token": stats.prefill_ms_per_token,
-        "decode_ms_per_token": stats.decode_ms_per_token,
-        "decode_vs_prefill": (stats.decode_ms_per_token / stats.prefill_ms_per_token
-                              if stats.decode_ms_per_token else None),
-    }
 
 
 def format_table(rows: list[dict]) -> str:
@@ -63,7 +43,7 @@ def run_experiment(model: Model, sizes, new_tokens: int, warmup: int = 1, log=sy
               file=log, flush=True)
     rows = []
     for n in sizes:
-        rows.append(row(complete(model, question(n), new_tokens).stats))
+        rows.append(complete(model, question(n), new_tokens).stats.table_row())
         print(f"question of {n} tokens: done", file=log, flush=True)
     return rows
 

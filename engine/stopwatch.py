@@ -56,6 +56,28 @@ class Stats:
         """The check total ~ TTFT + (n - 1) x ITL, with the median gap."""
         return self.ttft_s + (self.output_tokens - 1) * (self.itl_p50_s or 0.0)
 
+    def table_row(self) -> dict:
+        """The seed's table as a row (times in ms, total in s), plus the
+        per-token costs; `tokens_per_s` is the seed's, (n - 1) / (last - first)."""
+        return {
+            "question_tokens": self.prompt_tokens,
+            "chop_ms": self.chop_s * 1e3,
+            "read_ms": self.prefill_s * 1e3,
+            "ttft_ms": self.ttft_s * 1e3,
+            "gap_p50_ms": _ms(self.itl_p50_s),
+            "gap_p99_ms": _ms(self.itl_p99_s),
+            "total_s": self.total_s,
+            "tokens_per_s": self.decode_tokens_per_s,
+            "prefill_ms_per_token": self.prefill_ms_per_token,
+            "decode_ms_per_token": self.decode_ms_per_token,
+            "decode_vs_prefill": (self.decode_ms_per_token / self.prefill_ms_per_token
+                                  if self.decode_ms_per_token is not None else None),
+        }
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1e3
+
 
 def summarize(arrived: float, chop_start: float, tokenized: float, prefilled: float,
               token_times: list[float], prompt_tokens: int) -> Stats:

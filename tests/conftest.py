@@ -1,6 +1,16 @@
+import threading
+import time
+from types import SimpleNamespace
+
 import pytest
 
+import engine.generate as generate_module
+from app import create_app
+from app.server import make_threaded_server
+from app.worker import EXTENSION
 from engine.config import preset
+from engine.events import Done, Failed
+from engine.kv_cache import KVCache
 from engine.model import Model
 
 
@@ -12,3 +22,71 @@ def tiny_config():
 @pytest.fixture(scope="session")
 def tiny_model(tiny_config):
     return Model(tiny_config)
+
+
+class GatedModel(Model):
+    """The tiny model, but every forward pass waits for `gate` to open: lets a
+    test hold a request in the engine while others queue behind it."""
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.gate = threading.Event()
+
+    def forward_steps(self, ids, cache, all_logits=False):
+        assert self.gate.wait(10), "test gate never opened"
+        return (yield from super().forward_steps(ids, cache, all_logits))
+
+
+def slow_down(monkeypatch, model, seconds=0.005):
+    """Make each decode step of `model` take `seconds` longer, so a cancel or a
+    disconnect reliably lands mid-answer (the tiny model types 100 tokens in ~10 ms)."""
+    step = model.forward
+
+    def slow_step(*args, **kwargs):
+        time.sleep(seconds)
+        return step(*args, **kwargs)
+
+    monkeypatch.setattr(model, "forward", slow_step)
+
+
+@pytest.fixture
+def gated_model(tiny_config):
+    return GatedModel(tiny_config)
+
+
+@pytest.fixture
+def caches(monkeypatch):
+    """Every KVCache a generation creates, to check each was freed."""
+    made = []
+
+    class Recorded(KVCache):
+        def __init__(self, config):
+            super().__init__(config)
+            made.append(self)
+
+    monkeypatch.setattr(generate_module, "KVCache", Recorded)
+    return made
+
+
+def drain(request, timeout=10):
+    """A request's events up to and including its Done or Failed."""
+    events = []
+    while True:
+        event = request.events.get(timeout=timeout)
+        events.append(event)
+        if isinstance(event, (Done, Failed)):
+            return events
+
+
+@pytest.fixture(scope="module")
+def live_server():
+    """The real app (tiny model) on a free loopback port, served by threads."""
+    app = create_app({"MODEL": "tiny"})
+    server = make_threaded_server(app, "127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, name="test-server", daemon=True)
+    thread.start()
+    base = f"127.0.0.1:{server.server_port}"
+    yield SimpleNamespace(http=f"http://{base}", ws=f"ws://{base}/ws", app=app, engine=app.extensions[EXTENSION])
+    server.shutdown()
+    server.server_close()
+    app.extensions[EXTENSION].close(timeout=10)

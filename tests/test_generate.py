@@ -5,26 +5,10 @@ import time
 
 import pytest
 
-import engine.generate as generate_module
 from engine import tokenizer
 from engine.events import Done, PrefillProgress, Prefilled, Token, Tokenized
 from engine.generate import complete, generate
-from engine.kv_cache import KVCache
 from engine.sampling import SamplingParams
-
-
-@pytest.fixture
-def caches(monkeypatch):
-    """Every KVCache the generation loop creates, to check it was freed."""
-    made = []
-
-    class Recorded(KVCache):
-        def __init__(self, config):
-            super().__init__(config)
-            made.append(self)
-
-    monkeypatch.setattr(generate_module, "KVCache", Recorded)
-    return made
 
 
 def test_events_arrive_in_order_with_honest_counts(tiny_model, caches):

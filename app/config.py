@@ -1,0 +1,37 @@
+"""Defaults and limits of the web edge, each overridable by an environment
+variable of the same name prefixed with WF_ (WF_MODEL=tiny, WF_PORT=9000...)."""
+
+import os
+
+DEFAULTS = {
+    "MODEL": "gpt2-small",  # a preset of engine/config.py
+    "HOST": "127.0.0.1",
+    "PORT": 8000,
+    "MAX_TOKENS_LIMIT": 1024,  # largest max_tokens a visitor may ask for
+    "DEFAULT_MAX_TOKENS": 64,
+    "MAX_MESSAGE_BYTES": 64 * 1024,  # a bigger WebSocket message closes the socket with 1009
+    "MAX_WAITING": 64,  # requests allowed to wait in line
+    "WS_PING_INTERVAL": 25,  # seconds; a client that stops answering pings is dropped
+    "WARMUP": True,  # run one short request at start so no visitor's run is the cold one
+}
+
+
+def from_environment(environ=os.environ) -> dict:
+    """DEFAULTS, with WF_<NAME> variables applied (converted to the default's type)."""
+    config = dict(DEFAULTS)
+    for name, default in DEFAULTS.items():
+        raw = environ.get(f"WF_{name}")
+        if raw is None:
+            continue
+        if isinstance(default, bool):
+            if raw.lower() not in ("1", "true", "yes", "0", "false", "no"):
+                raise ValueError(f"WF_{name} must be true or false, got {raw!r}")
+            config[name] = raw.lower() in ("1", "true", "yes")
+        elif isinstance(default, int):
+            try:
+                config[name] = int(raw)
+            except ValueError:
+                raise ValueError(f"WF_{name} must be a whole number, got {raw!r}") from None
+        else:
+            config[name] = raw
+    return config

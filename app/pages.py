@@ -1,0 +1,40 @@
+"""The pages people open, and the one script the app serves from a package."""
+
+from importlib.resources import files
+
+from flask import Blueprint, current_app, render_template, send_file
+
+from engine.config import preset
+from engine.questions import SEED_SIZES, question
+
+bp = Blueprint("pages", __name__)
+PLOTLY_JS = files("plotly") / "package_data" / "plotly.min.js"
+
+
+@bp.get("/")
+def index():
+    """The main page: type a question, watch the four machines and the stopwatches."""
+    return render_template("index.html", page_config=page_config())
+
+
+@bp.get("/vendor/plotly.min.js")
+def plotly_js():
+    """plotly.js from the installed plotly package, so the page needs no CDN;
+    the browser caches it for a day and revalidates with its ETag."""
+    return send_file(PLOTLY_JS, mimetype="text/javascript", max_age=86400)
+
+
+def page_config() -> dict:
+    """What the page's scripts need to know about this server."""
+    c = current_app.config
+    model = preset(c["MODEL"])
+    return {
+        "model": c["MODEL"],
+        "n_layer": model.n_layer,
+        "n_ctx": model.n_ctx,
+        "n_params": model.n_params,
+        "kv_bytes_per_token": model.kv_bytes_per_token,
+        "max_tokens_limit": c["MAX_TOKENS_LIMIT"],
+        "default_max_tokens": c["DEFAULT_MAX_TOKENS"],
+        "presets": {str(n): question(n) for n in SEED_SIZES},
+    }

@@ -1,0 +1,140 @@
+"""The WebSocket's JSON messages: client messages parsed into engine calls,
+engine events turned into messages. JSON lives here and nowhere deeper.
+
+Client -> server:
+    {"type": "generate", "prompt": str, "max_tokens"?: int, "temperature"?: number,
+     "top_k"?: int | null, "seed"?: int | null}
+    {"type": "cancel"}
+
+Server -> client (t_ms: milliseconds since the server received the request):
+    queued {position}  tokenized {ids, pieces}  prefill_progress {layers_done, layers_total}
+    prefilled {prompt_tokens, kv_bytes}  token {index, id, text, kv_bytes}
+    done {finish_reason, stats | null}  error {message}
+"""
+
+import json
+from dataclasses import dataclass
+
+from engine.events import Done, Event, Failed, PrefillProgress, Prefilled, Queued, Token, Tokenized
+from engine.sampling import SamplingParams
+from engine.stopwatch import Stats
+
+GENERATE_FIELDS = {"type", "prompt", "max_tokens", "temperature", "top_k", "seed"}
+
+
+class WireError(ValueError):
+    """A client message the server cannot act on; the text goes back to the client."""
+
+
+@dataclass(frozen=True)
+class Generate:
+    prompt: str
+    max_tokens: int
+    sampling: SamplingParams
+
+
+@dataclass(frozen=True)
+class Cancel:
+    pass
+
+
+def _reject_constant(name):
+    raise WireError(f"{name} is not a number JSON allows")
+
+
+def parse_message(raw, max_tokens_limit: int, default_max_tokens: int) -> Generate | Cancel:
+    """One client message, checked; WireError says what is wrong with it."""
+    if not isinstance(raw, str):
+        raise WireError("binary messages are not accepted: send JSON text")
+    try:
+        message = json.loads(raw, parse_constant=_reject_constant)
+    except RecursionError:
+        raise WireError("message is nested too deeply") from None
+    except json.JSONDecodeError as e:
+        raise WireError(f"message is not valid JSON: {e.msg} at character {e.pos}") from None
+    if not isinstance(message, dict):
+        raise WireError("message must be a JSON object with a \"type\"")
+    kind = message.get("type")
+    if kind == "cancel":
+        return Cancel()
+    if kind != "generate":
+        raise WireError(f"unknown message type {kind!r}: use \"generate\" or \"cancel\"")
+    unknown = sorted(set(message) - GENERATE_FIELDS)
+    if unknown:
+        raise WireError(f"unknown field(s) {', '.join(unknown)}; generate takes {', '.join(sorted(GENERATE_FIELDS))}")
+    if "prompt" not in message:
+        raise WireError("generate needs a \"prompt\"")
+    if not isinstance(message["prompt"], str):
+        raise WireError(f"prompt must be a string, not {json_type(message['prompt'])}")
+    max_tokens = message.get("max_tokens", default_max_tokens)
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 1 <= max_tokens <= max_tokens_limit:
+        raise WireError(f"max_tokens must be a whole number from 1 to {max_tokens_limit}, got {max_tokens!r}")
+    temperature = message.get("temperature", 0)
+    if temperature is None:
+        temperature = 0
+    try:
+        sampling = SamplingParams(temperature=temperature, top_k=message.get("top_k"), seed=message.get("seed"))
+    except ValueError as e:
+        raise WireError(str(e)) from None
+    return Generate(message["prompt"], max_tokens, sampling)
+
+
+def json_type(value) -> str:
+    return {dict: "an object", list: "an array", bool: "a boolean", type(None): "null",
+            int: "a number", float: "a number"}.get(type(value), type(value).__name__)
+
+
+def piece_label(token_id: int) -> str:
+    """How a byte-token shows on a chip: printable ASCII as itself, else \\xNN."""
+    return chr(token_id) if 0x20 <= token_id < 0x7F else f"\\x{token_id:02x}"
+
+
+def event_message(event: Event, arrived: float) -> dict:
+    """An engine event as a JSON-ready message, timed from the request's arrival."""
+    message = {"t_ms": (event.t - arrived) * 1e3}
+    match event:
+        case Queued(position=position):
+            message.update(type="queued", position=position)
+        case Tokenized(ids=ids):
+            message.update(type="tokenized", ids=ids, pieces=[piece_label(i) for i in ids])
+        case PrefillProgress(layers_done=done, layers_total=total):
+            message.update(type="prefill_progress", layers_done=done, layers_total=total)
+        case Prefilled(prompt_tokens=n, kv_bytes=kv):
+            message.update(type="prefilled", prompt_tokens=n, kv_bytes=kv)
+        case Token(index=index, id=token_id, text=text, kv_bytes=kv):
+            message.update(type="token", index=index, id=token_id, text=text, kv_bytes=kv)
+        case Done(finish_reason=reason, stats=stats):
+            message.update(type="done", finish_reason=reason, stats=None if stats is None else stats_message(stats))
+        case Failed(message=text):
+            message.update(type="error", message=text)
+    return message
+
+
+def stats_message(stats: Stats) -> dict:
+    """A request's figures in milliseconds, named as the page's stopwatches name them."""
+    ms = lambda seconds: None if seconds is None else seconds * 1e3  # noqa: E731
+    return {
+        "prompt_tokens": stats.prompt_tokens,
+        "output_tokens": stats.output_tokens,
+        "chop_ms": ms(stats.chop_s),
+        "prefill_ms": ms(stats.prefill_s),
+        "ttft_ms": ms(stats.ttft_s),
+        "itl_p50_ms": ms(stats.itl_p50_s),
+        "itl_p99_ms": ms(stats.itl_p99_s),
+        "itl_max_ms": ms(stats.itl_max_s),
+        "total_ms": ms(stats.total_s),
+        "person_tokens_per_s": stats.tokens_per_s,
+        "decode_tokens_per_s": stats.decode_tokens_per_s,
+        "prefill_ms_per_token": stats.prefill_ms_per_token,
+        "decode_ms_per_token": stats.decode_ms_per_token,
+        "predicted_total_ms": ms(stats.predicted_total_s),
+    }
+
+
+def error_message(text: str) -> dict:
+    return {"type": "error", "message": text}
+
+
+def dumps(message: dict) -> str:
+    # allow_nan=False: a NaN must never reach a browser as invalid JSON
+    return json.dumps(message, ensure_ascii=False, allow_nan=False, separators=(",", ":"))

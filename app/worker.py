@@ -1,0 +1,37 @@
+"""The engine, as the app holds it: the model loaded once, warmed up, and the
+scheduler thread that owns it. Web threads reach it only through
+`scheduler()`; they never call the model."""
+
+import logging
+import time
+
+from flask import current_app
+
+from engine.config import preset
+from engine.generate import complete
+from engine.model import Model
+from engine.scheduler import Scheduler
+
+log = logging.getLogger(__name__)
+EXTENSION = "word_factory"
+
+
+class EngineWorker:
+    def init_app(self, app):
+        config = preset(app.config["MODEL"])
+        start = time.perf_counter()
+        model = Model(config)
+        log.info("model %s loaded: %.0fM parameters, %.0f MB, in %.2f s", app.config["MODEL"],
+                 config.n_params / 1e6, model.weight_bytes / 1e6, time.perf_counter() - start)
+        if app.config["WARMUP"]:
+            start = time.perf_counter()
+            complete(model, "warm-up", 2)  # first calls pay for allocations; no visitor should
+            log.info("warm-up run (not counted anywhere): %.2f s", time.perf_counter() - start)
+        app.extensions[EXTENSION] = Scheduler(model, max_waiting=app.config["MAX_WAITING"])
+
+
+def scheduler() -> Scheduler:
+    return current_app.extensions[EXTENSION]
+
+
+engine_worker = EngineWorker()

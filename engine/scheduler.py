@@ -1,0 +1,151 @@
+"""One engine thread, many callers: the factory's front desk.
+
+The model is not thread-safe and must not be: one thread owns it and every
+KV cache. Callers (web threads) `submit` a request and get a `Request` whose
+`events` queue the engine fills; they read it from their own thread and may
+`cancel` at any time. Requests are served one at a time in arrival order; a
+waiting request hears its place in line (`Queued`) each time it moves up.
+
+Cancellation takes effect between two events of the running request -- at
+most one layer of prefill or one decode step -- and its cache is freed then.
+"""
+
+import collections
+import logging
+import queue
+import threading
+import time
+from contextlib import closing
+
+from .events import Done, Failed, Queued
+from .generate import check_request, generate
+from .model import Model
+from .sampling import GREEDY, SamplingParams
+
+log = logging.getLogger(__name__)
+
+
+class QueueFull(Exception):
+    """The waiting line is at its limit; the caller should try again later."""
+
+
+class EngineStopped(Exception):
+    """The engine thread is not running, so nothing can be served."""
+
+
+class Request:
+    """One submitted request: read `events` until Done or Failed arrives."""
+
+    def __init__(self, scheduler: "Scheduler", prompt: str, max_tokens: int, sampling: SamplingParams,
+                 arrived: float):
+        self.prompt, self.max_tokens, self.sampling, self.arrived = prompt, max_tokens, sampling, arrived
+        self.events: queue.SimpleQueue = queue.SimpleQueue()
+        self._scheduler = scheduler
+        self._cancelled = threading.Event()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    def cancel(self):
+        """Stop this request wherever it is; a Done("cancelled") event follows
+        unless it had already finished."""
+        self._cancelled.set()
+        self._scheduler._withdraw(self)
+
+
+class Scheduler:
+    def __init__(self, model: Model, max_waiting: int = 64):
+        self.model = model
+        self.max_waiting = max_waiting
+        self._waiting: collections.deque[Request] = collections.deque()
+        self._running: Request | None = None
+        self._wakeup = threading.Condition()
+        self._stopping = False
+        self._thread = threading.Thread(target=self._loop, name="engine", daemon=True)
+        self._thread.start()
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiting)
+
+    @property
+    def running(self) -> int:
+        return 0 if self._running is None else 1
+
+    def submit(self, prompt: str, max_tokens: int, sampling: SamplingParams = GREEDY,
+               arrived: float | None = None) -> Request:
+        """Queue a request. Raises ValueError for a bad request, QueueFull when
+        the line is at its limit and EngineStopped if the engine is gone --
+        all before anything is queued."""
+        arrived = time.perf_counter() if arrived is None else arrived
+        check_request(self.model.config, prompt, max_tokens, sampling)
+        request = Request(self, prompt, max_tokens, sampling, arrived)
+        with self._wakeup:
+            if self._stopping or not self.alive:
+                raise EngineStopped("the engine is not running")
+            if len(self._waiting) >= self.max_waiting:
+                raise QueueFull(f"{len(self._waiting)} requests are already waiting")
+            self._waiting.append(request)
+            request.events.put(Queued(time.perf_counter(), len(self._waiting)))
+            self._wakeup.notify()
+        return request
+
+    def close(self, timeout: float | None = None):
+        """Stop the engine thread once the running request is over; waiting
+        requests are cancelled."""
+        with self._wakeup:
+            self._stopping = True
+            abandoned = list(self._waiting)
+            self._wakeup.notify()
+        for request in abandoned:
+            request.cancel()
+        if self._running is not None:
+            self._running.cancel()
+        self._thread.join(timeout)
+
+    def _withdraw(self, request: Request):
+        """Take a cancelled request out of the line, if it is still waiting."""
+        with self._wakeup:
+            if request not in self._waiting:
+                return
+            self._waiting.remove(request)
+            self._announce_positions()
+        request.events.put(Done(time.perf_counter(), "cancelled", None))
+
+    def _announce_positions(self):
+        now = time.perf_counter()
+        for position, request in enumerate(self._waiting, start=1):
+            request.events.put(Queued(now, position))
+
+    def _loop(self):
+        while True:
+            with self._wakeup:
+                while not self._waiting and not self._stopping:
+                    self._wakeup.wait()
+                if self._stopping:
+                    return
+                self._running = self._waiting.popleft()
+                self._announce_positions()
+            try:
+                self._serve(self._running)
+            finally:
+                self._running = None
+
+    def _serve(self, request: Request):
+        """Run one request, relaying its events, until it ends or is cancelled."""
+        try:
+            with closing(generate(self.model, request.prompt, request.max_tokens, request.sampling,
+                                  request.arrived)) as run:  # closing frees the KV cache at once
+                for event in run:
+                    if request.cancelled:
+                        request.events.put(Done(time.perf_counter(), "cancelled", None))
+                        return
+                    request.events.put(event)
+        except Exception as error:  # one request's failure must not stop the factory
+            log.exception("request failed")
+            request.events.put(Failed(time.perf_counter(), f"the engine failed on this request: {error}"))

@@ -1,0 +1,172 @@
+// The page's entry: wires the form, the socket and the views together.
+// Each server message updates the views; drawing happens once per frame.
+
+import { FactorySocket } from "./socket.js";
+import { renderChips } from "./chips.js";
+import { Timeline } from "./timeline.js";
+import { KvChart } from "./kvchart.js";
+import { Machines } from "./machines.js";
+import { Stopwatches } from "./stopwatches.js";
+import { addResultRow } from "./results.js";
+import { summarize } from "./stats.js";
+import { onNextFrame } from "./frame.js";
+
+const config = JSON.parse(document.getElementById("page-config").textContent);
+const $ = (id) => document.getElementById(id);
+const form = $("ask"), promptBox = $("prompt"), answer = $("answer"), status = $("status");
+
+const machines = new Machines($("machines"));
+const timeline = new Timeline($("timeline"));
+const kv = new KvChart($("kvchart"), { nCtx: config.n_ctx, bytesPerToken: config.kv_bytes_per_token });
+const watches = new Stopwatches($("stopwatches"));
+watches.show(null, null);
+
+let run = null; // the request in flight: { enter, times, serverTimes, text, tokenizedMs, tokens }
+
+const socket = new FactorySocket({
+  onOpen: () => { setStatus("ready"); updateButtons(); },
+  onClose: () => {
+    if (run) finish("the connection dropped, so this request was lost", true);
+    setStatus("disconnected — reconnecting…", true);
+    updateButtons();
+  },
+  onMessage,
+});
+
+function setStatus(text, isError = false) {
+  status.textContent = text;
+  status.classList.toggle("error", isError);
+}
+
+function updateButtons() {
+  $("send").disabled = !socket.open || run !== null;
+  $("cancel").disabled = run === null;
+}
+
+function numberOrNull(input) {
+  return input.value === "" ? null : Number(input.value);
+}
+
+function start(event) {
+  event.preventDefault();
+  if (run || !socket.open) return;
+  // Stamp Enter and send first: redrawing the views takes the page a while,
+  // and that is the page's time, not the factory's.
+  run = { enter: performance.now(), times: [], serverTimes: [], pendingText: "", tokenizedMs: 0, tokens: 0 };
+  socket.send({
+    type: "generate",
+    prompt: promptBox.value,
+    max_tokens: numberOrNull($("max-tokens")),
+    temperature: numberOrNull($("temperature")) ?? 0,
+    top_k: numberOrNull($("top-k")),
+    seed: numberOrNull($("seed")),
+  });
+  answer.replaceChildren();
+  $("chips").replaceChildren();
+  $("chip-count").textContent = $("answer-count").textContent = "";
+  machines.reset();
+  machines.set("chop", "active", "chopping…");
+  timeline.reset();
+  kv.reset();
+  watches.show(null, null);
+  setStatus("sent");
+  updateButtons();
+}
+
+function finish(message, isError = false) {
+  run = null;
+  setStatus(message, isError);
+  updateButtons();
+}
+
+function gapLabel(times) {
+  const n = times.length;
+  return n > 1 ? ` · gap ${(times[n - 1] - times[n - 2]).toFixed(1)} ms` : " · first token";
+}
+
+const HANDLERS = {
+  queued(msg) {
+    machines.set("chop", "", "");
+    setStatus(`waiting in line: position ${msg.position}`);
+  },
+  tokenized(msg) {
+    run.tokenizedMs = msg.t_ms;
+    renderChips($("chips"), msg.ids, msg.pieces);
+    $("chip-count").textContent = `${msg.ids.length} tokens`;
+    machines.set("chop", "done", `${msg.ids.length} tokens`);
+    machines.set("read", "active", "reading…");
+    timeline.waited(msg.t_ms);
+    timeline.chopped(msg.t_ms, msg.ids.length);
+    setStatus("reading the prompt");
+  },
+  prefill_progress(msg) {
+    timeline.reading(run.tokenizedMs, msg.t_ms, msg.layers_done / msg.layers_total);
+    machines.set("read", "active", `layer ${msg.layers_done} of ${msg.layers_total}`);
+  },
+  prefilled(msg) {
+    timeline.reading(run.tokenizedMs, msg.t_ms, 1, true);
+    kv.point(msg.kv_bytes / config.kv_bytes_per_token, msg.kv_bytes);
+    machines.set("read", "done", `${(msg.t_ms - run.tokenizedMs).toFixed(0)} ms`);
+    machines.set("type", "active", "typing…");
+    setStatus("typing");
+  },
+  token(msg, browserMs) {
+    run.times.push(browserMs);
+    run.serverTimes.push(msg.t_ms);
+    run.tokens += 1;
+    run.pendingText += msg.text;
+    const kvMiB = (msg.kv_bytes / 1048576).toFixed(2);
+    const what = `#${msg.index} ${JSON.stringify(msg.text)} (id ${msg.id}) · KV ${kvMiB} MiB`;
+    timeline.token(msg.t_ms, browserMs, what + gapLabel(run.serverTimes), what + gapLabel(run.times));
+    kv.point(msg.kv_bytes / config.kv_bytes_per_token, msg.kv_bytes);
+    const current = run;
+    onNextFrame(() => {
+      answer.append(current.pendingText); // a text node: model output never becomes markup
+      current.pendingText = "";
+      $("answer-count").textContent = `${current.tokens} tokens`;
+      machines.set("type", current === run ? "active" : "done", `${current.tokens} typed`);
+      machines.set("deliver", current === run ? "active" : "done", `${current.tokens} delivered`);
+      watches.show(null, summarize(current.times));
+    });
+  },
+  done(msg) {
+    const current = run;
+    kv.freed();
+    onNextFrame(() => {
+      machines.set("type", "done");
+      machines.set("deliver", "done");
+      watches.show(msg.stats, summarize(current.times));
+    });
+    if (msg.stats) addResultRow($("results"), msg.stats);
+    finish(msg.finish_reason === "cancelled" ? "cancelled" : `done: ${msg.stats.output_tokens} tokens in ${(msg.stats.total_ms / 1000).toFixed(2)} s`);
+  },
+  error(msg) {
+    finish(msg.message, true);
+  },
+};
+
+function onMessage(msg, arrivedAt) {
+  if (!run) {
+    if (msg.type === "error") setStatus(msg.message, true);
+    return; // late events of a run that already ended
+  }
+  const handler = HANDLERS[msg.type];
+  if (handler) handler(msg, arrivedAt - run.enter);
+}
+
+form.addEventListener("submit", start);
+$("cancel").addEventListener("click", () => {
+  if (run && socket.open) socket.send({ type: "cancel" });
+});
+promptBox.addEventListener("keydown", (e) => {
+  if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+    e.preventDefault();
+    form.requestSubmit();
+  }
+});
+for (const button of document.querySelectorAll("[data-preset]")) {
+  button.addEventListener("click", () => {
+    promptBox.value = config.presets[button.dataset.preset];
+    promptBox.focus();
+  });
+}

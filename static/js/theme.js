@@ -1,0 +1,38 @@
+// Chart colours from the page's CSS variables, so charts follow light and dark.
+
+function cssVar(name) {
+  return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+}
+
+function theme() {
+  return {
+    fg: cssVar("--fg"),
+    muted: cssVar("--muted"),
+    grid: cssVar("--grid"),
+    wait: cssVar("--wait"),
+    chop: cssVar("--chop"),
+    read: cssVar("--read"),
+    type: cssVar("--type"),
+    deliver: cssVar("--deliver"),
+  };
+}
+
+function baseLayout(t) {
+  return {
+    paper_bgcolor: "rgba(0,0,0,0)",
+    plot_bgcolor: "rgba(0,0,0,0)",
+    font: { color: t.fg, size: 12 },
+    margin: { l: 64, r: 16, t: 40, b: 44 },
+    legend: { orientation: "h", x: 0, y: 1.02, yanchor: "bottom", font: { size: 11 } },
+    hoverlabel: { namelength: -1 },
+  };
+}
+
+const PLOT_CONFIG = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["select2d", "lasso2d"] };
+
+// Call `redraw` whenever the visitor's colour scheme changes.
+function onSchemeChange(redraw) {
+  matchMedia("(prefers-color-scheme: dark)").addEventListener("change", redraw);
+}
+
+export { theme, baseLayout, PLOT_CONFIG, onSchemeChange };

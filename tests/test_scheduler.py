@@ -1,0 +1,115 @@
+"""The front desk: one engine thread, a fair line, cancellation, and failures kept apart."""
+
+import time
+
+import pytest
+
+from engine.events import Done, Failed, Queued, Token
+from engine.scheduler import EngineStopped, QueueFull, Scheduler
+
+from .conftest import drain
+
+
+@pytest.fixture
+def desk(gated_model):
+    scheduler = Scheduler(gated_model, max_waiting=3)
+    yield scheduler
+    gated_model.gate.set()
+    scheduler.close(timeout=10)
+
+
+def started(desk, request):
+    """Wait until the engine has taken `request` out of the line."""
+    deadline = time.monotonic() + 5
+    while desk.running != 1 or request in desk._waiting:
+        assert time.monotonic() < deadline, "the engine never took the request"
+        time.sleep(0.001)
+    return request
+
+
+def positions(events):
+    return [e.position for e in events if isinstance(e, Queued)]
+
+
+def test_requests_are_served_in_order_and_hear_their_place(desk, gated_model):
+    first = started(desk, desk.submit("first", 3))
+    second = desk.submit("second", 3)
+    third = desk.submit("third", 3)
+    gated_model.gate.set()
+    runs = [drain(r) for r in (first, second, third)]
+    assert all(isinstance(events[-1], Done) and events[-1].finish_reason == "length" for events in runs)
+    assert positions(runs[2])[-2:] == [2, 1]  # counted down as the line moved
+    first_token = [r.arrived + events[-1].stats.ttft_s for r, events in zip((first, second, third), runs)]
+    # served one after another: each typed its first token after the one before had finished
+    assert runs[0][-1].t <= first_token[1] and runs[1][-1].t <= first_token[2]
+    # and the wait in line counts toward TTFT
+    assert runs[2][-1].stats.ttft_s >= runs[1][-1].t - third.arrived
+
+
+def test_cancelling_a_waiting_request_takes_it_out_of_line(desk, gated_model):
+    running = started(desk, desk.submit("running", 3))
+    leaving = desk.submit("leaving", 3)
+    staying = desk.submit("staying", 3)
+    leaving.cancel()
+    assert desk.waiting == 1
+    gated_model.gate.set()
+    left = drain(leaving)
+    assert isinstance(left[-1], Done) and left[-1].finish_reason == "cancelled" and left[-1].stats is None
+    assert not any(isinstance(e, Token) for e in left)
+    assert positions(drain(staying))[-1] == 1
+    assert drain(running)[-1].finish_reason == "length"
+
+
+def test_cancelling_the_running_request_stops_it_and_frees_its_cache(desk, gated_model, caches):
+    running = started(desk, desk.submit("stop me", 50))
+    running.cancel()
+    gated_model.gate.set()
+    events = drain(running)
+    assert events[-1] == Done(events[-1].t, "cancelled", None)
+    assert not any(isinstance(e, Token) for e in events)
+    assert caches and all(c.bytes_allocated == 0 for c in caches)
+    assert drain(desk.submit("next", 2))[-1].finish_reason == "length"
+
+
+def test_a_full_line_says_so_before_queueing(desk):
+    started(desk, desk.submit("running", 2))
+    for _ in range(3):
+        desk.submit("waiting", 2)
+    with pytest.raises(QueueFull, match="3 requests are already waiting"):
+        desk.submit("one too many", 2)
+    assert desk.waiting == 3
+
+
+def test_bad_requests_are_refused_at_the_door(desk):
+    with pytest.raises(ValueError, match="prompt is empty"):
+        desk.submit("", 5)
+    with pytest.raises(ValueError, match="context holds 128"):
+        desk.submit("x" * 500, 5)
+    assert desk.waiting == 0 and desk.running == 0
+
+
+def test_one_failing_request_does_not_stop_the_factory(desk, gated_model, monkeypatch, caches):
+    original = type(gated_model).forward_steps
+
+    def explode_on_sabotage(self, ids, cache, all_logits=False):
+        if bytes(ids[:8]) == b"sabotage":
+            raise RuntimeError("simulated fault")
+        return (yield from original(self, ids, cache, all_logits))
+
+    monkeypatch.setattr(type(gated_model), "forward_steps", explode_on_sabotage)
+    gated_model.gate.set()
+    failed = drain(desk.submit("sabotage", 5))
+    assert isinstance(failed[-1], Failed) and "simulated fault" in failed[-1].message
+    assert drain(desk.submit("fine", 3))[-1].finish_reason == "length"
+    assert desk.alive and all(c.bytes_allocated == 0 for c in caches)
+
+
+def test_a_closed_desk_refuses_work(gated_model):
+    scheduler = Scheduler(gated_model)
+    waiting_behind = [started(scheduler, scheduler.submit("held", 3)), scheduler.submit("waiting", 3)]
+    gated_model.gate.set()
+    scheduler.close(timeout=10)
+    assert not scheduler.alive
+    assert all(isinstance(drain(r)[-1], Done) for r in waiting_behind)
+    with pytest.raises(EngineStopped):
+        scheduler.submit("too late", 3)

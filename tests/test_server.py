@@ -1,0 +1,181 @@
+"""The real server on a free port, with real clients: HTTP and a WebSocket."""
+
+import http.client
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from simple_websocket import Client, ConnectionClosed
+
+from app import create_app
+from app.worker import EXTENSION
+
+from .conftest import slow_down
+from .test_ws import BAD_INPUTS
+
+
+def get(url, headers=None):
+    with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=10) as r:
+        return r.status, dict(r.headers), r.read()
+
+
+def receive_until_done(ws, timeout=10):
+    messages = []
+    while True:
+        raw = ws.receive(timeout=timeout)
+        assert raw is not None, f"no message for {timeout} s; got {[m['type'] for m in messages]}"
+        messages.append(json.loads(raw))
+        if messages[-1]["type"] in ("done", "error"):
+            return messages
+
+
+def wait_for(condition, what, timeout=5):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
+
+
+def test_the_factory_builds_from_settings(monkeypatch):
+    monkeypatch.setenv("WF_MAX_TOKENS_LIMIT", "10")
+    monkeypatch.setenv("WF_MODEL", "tiny")
+    app = create_app({"DEFAULT_MAX_TOKENS": 5})
+    try:
+        assert app.config["MAX_TOKENS_LIMIT"] == 10 and app.config["DEFAULT_MAX_TOKENS"] == 5
+        assert app.extensions[EXTENSION].alive
+        assert app.config["SOCK_SERVER_OPTIONS"]["max_message_size"] == 64 * 1024
+    finally:
+        app.extensions[EXTENSION].close(timeout=5)
+
+
+def test_a_bad_setting_is_named(monkeypatch):
+    monkeypatch.setenv("WF_PORT", "eighty")
+    with pytest.raises(ValueError, match="WF_PORT must be a whole number"):
+        create_app()
+
+
+def test_the_page_is_served_with_its_config_and_a_strict_policy(live_server):
+    status, headers, body = get(live_server.http + "/")
+    page = body.decode()
+    assert status == 200 and "random weights" in page
+    config = json.loads(page.split('<script type="application/json" id="page-config">')[1].split("</script>")[0])
+    assert config["n_ctx"] == 128 and config["kv_bytes_per_token"] == 2 * 2 * 64 * 4
+    assert set(config["presets"]) == {"64", "256", "1024"} and len(config["presets"]["256"]) == 256
+    assert "script-src 'self'" in headers["Content-Security-Policy"]
+    assert "frame-ancestors 'none'" in headers["Content-Security-Policy"]
+
+
+def test_plotly_comes_from_the_installed_package_and_is_cached(live_server):
+    status, headers, body = get(live_server.http + "/vendor/plotly.min.js")
+    assert status == 200 and headers["Content-Type"].startswith("text/javascript")
+    assert b"plotly" in body[:2000].lower() and len(body) > 1_000_000
+    assert "max-age=86400" in headers["Cache-Control"]
+    with pytest.raises(urllib.error.HTTPError) as not_modified:
+        get(live_server.http + "/vendor/plotly.min.js", {"If-None-Match": headers["ETag"]})
+    not_modified.value.close()
+    assert not_modified.value.code == 304
+
+
+def test_a_request_over_a_real_socket(live_server):
+    ws = Client.connect(live_server.ws)
+    try:
+        ws.send(json.dumps({"type": "generate", "prompt": "Why is the sky blue?", "max_tokens": 12}))
+        messages = receive_until_done(ws)
+    finally:
+        ws.close()
+    kinds = [m["type"] for m in messages]
+    n_layer = live_server.engine.model.config.n_layer
+    assert kinds == ["queued", "tokenized"] + ["prefill_progress"] * n_layer + ["prefilled"] + ["token"] * 12 + ["done"]
+    per_token = live_server.engine.model.config.kv_bytes_per_token
+    tokens = [m for m in messages if m["type"] == "token"]
+    assert [t["kv_bytes"] for t in tokens] == [(20 + i) * per_token for i in range(12)]
+    assert messages[-1]["stats"]["output_tokens"] == 12
+
+
+@pytest.fixture
+def slow_decode(live_server, monkeypatch):
+    slow_down(monkeypatch, live_server.engine.model)
+
+
+def test_cancel_and_disconnect_free_the_request(live_server, caches, slow_decode):
+    ws = Client.connect(live_server.ws)
+    ws.send(json.dumps({"type": "generate", "prompt": "cancel me", "max_tokens": 100}))
+    while json.loads(ws.receive(timeout=10))["type"] != "token":
+        pass
+    ws.send(json.dumps({"type": "cancel"}))
+    messages = receive_until_done(ws)
+    assert messages[-1]["type"] == "done" and messages[-1]["finish_reason"] == "cancelled"
+    assert sum(m["type"] == "token" for m in messages) < 99
+
+    ws.send(json.dumps({"type": "generate", "prompt": "leave me", "max_tokens": 100}))
+    while json.loads(ws.receive(timeout=10))["type"] != "token":
+        pass
+    ws.close()  # the visitor closes the tab mid-answer
+    engine = live_server.engine
+    wait_for(lambda: engine.running == 0 and engine.waiting == 0, "the abandoned request is still running")
+    assert len(caches) == 2 and all(c.bytes_allocated == 0 for c in caches)
+
+
+def test_bad_input_over_a_real_socket(live_server):
+    ws = Client.connect(live_server.ws)
+    try:
+        for raw, message in BAD_INPUTS:
+            if "context holds" in message or "from 1 to 100" in message:
+                continue  # this server has the default limits; checked with the fake socket
+            ws.send(raw)
+            reply = json.loads(ws.receive(timeout=10))
+            assert reply["type"] == "error" and message in reply["message"], raw
+        ws.send(json.dumps({"type": "generate", "prompt": "x" * 200}))
+        assert "context holds 128" in json.loads(ws.receive(timeout=10))["message"]
+        ws.send(json.dumps({"type": "generate", "prompt": "x", "max_tokens": 1025}))
+        assert "from 1 to 1024" in json.loads(ws.receive(timeout=10))["message"]
+        ws.send(json.dumps({"type": "generate", "prompt": "still usable", "max_tokens": 2}))
+        assert receive_until_done(ws)[-1]["type"] == "done"
+    finally:
+        ws.close()
+
+
+def test_an_oversized_message_closes_with_1009(live_server):
+    ws = Client.connect(live_server.ws)
+    ws.send(json.dumps({"type": "generate", "prompt": "x" * (70 * 1024)}))
+    with pytest.raises(ConnectionClosed):
+        while True:
+            assert ws.receive(timeout=10) is not None, "the server kept the connection open"
+    assert ws.close_reason == 1009
+
+
+def upgrade_status(live_server, origin):
+    """The status of a raw WebSocket handshake sent with this Origin."""
+    host, port = live_server.http.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        conn.request("GET", "/ws", headers={"Origin": origin, "Upgrade": "websocket", "Connection": "Upgrade",
+                                            "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+                                            "Sec-WebSocket-Version": "13"})
+        response = conn.getresponse()
+        response.close()
+        return response.status
+    finally:
+        conn.close()
+
+
+def test_a_page_from_another_site_cannot_connect(live_server):
+    assert upgrade_status(live_server, "http://evil.example") == 403
+    assert upgrade_status(live_server, live_server.http) == 101
+
+
+def test_connections_leave_no_threads_behind(live_server):
+    baseline = threading.active_count()
+    for _ in range(5):
+        ws = Client.connect(live_server.ws)
+        ws.send("not json")
+        ws.receive(timeout=10)
+        ws.send(json.dumps({"type": "generate", "prompt": "short", "max_tokens": 50}))
+        ws.receive(timeout=10)
+        ws.close()
+    engine = live_server.engine
+    wait_for(lambda: threading.active_count() <= baseline and engine.running == 0,
+             f"{threading.active_count() - baseline} threads left behind")
