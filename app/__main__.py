@@ -6,6 +6,7 @@ override the defaults in app/config.py.
 
 import argparse
 import logging
+import signal
 import sys
 
 from engine.config import PRESETS
@@ -29,13 +30,11 @@ def main(argv=None):
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
     app = create_app({"HOST": args.host, "PORT": args.port, "MODEL": args.model})
-    try:
-        server = make_threaded_server(app, args.host, args.port)
-    except OSError as e:
-        sys.exit(f"error: cannot listen on {args.host}:{args.port} ({e.strerror}); "
-                 "choose another with --port or WF_PORT")
+    server = make_threaded_server(app, args.host, args.port)  # a busy port: Werkzeug says so and exits
     print(f"Word Factory is serving {args.model} on http://{args.host}:{server.server_port}/  (Ctrl+C stops it)",
           flush=True)
+    # SIGTERM (a service manager stopping us) ends as cleanly as Ctrl+C does
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         server.serve_forever()
     except KeyboardInterrupt:

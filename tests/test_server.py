@@ -2,10 +2,15 @@
 
 import http.client
 import json
+import signal
+import socket
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 from simple_websocket import Client, ConnectionClosed
@@ -179,3 +184,27 @@ def test_connections_leave_no_threads_behind(live_server):
     engine = live_server.engine
     wait_for(lambda: threading.active_count() <= baseline and engine.running == 0,
              f"{threading.active_count() - baseline} threads left behind")
+
+
+def test_python_m_app_serves_and_stops_cleanly():
+    """The README's command, as a user runs it: serves the page, logs the model's
+    load time, prints the URL, and SIGTERM stops it even with a socket open."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    root = Path(__file__).resolve().parent.parent
+    server = subprocess.Popen([sys.executable, "-m", "app", "--model", "tiny", "--port", str(port)], cwd=root,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = server.stdout.readline()
+        assert f"serving tiny on http://127.0.0.1:{port}/" in line
+        assert get(f"http://127.0.0.1:{port}/")[0] == 200
+        ws = Client.connect(f"ws://127.0.0.1:{port}/ws")
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=10) == 0
+        with pytest.raises(ConnectionClosed):  # the open page sees the server go, and will reconnect
+            ws.receive(timeout=5)
+    finally:
+        server.kill()
+        out, err = server.communicate()
+    assert "model tiny loaded" in err and "warm-up run" in err

@@ -1,6 +1,9 @@
-// Coalesce view updates to at most one per animation frame: a 1,024-token
-// answer arrives faster than the screen refreshes, and Plotly redraws are costly.
+// Coalesce view updates: at most one per animation frame, and for the charts
+// at most one per CHART_MS (5 a second). A 1,024-token answer arrives faster than the
+// screen refreshes, and every Plotly update redraws the whole chart -- on a
+// small machine that drawing would compete with the engine for the CPU.
 
+const CHART_MS = 200;
 const pending = new Set();
 let scheduled = false;
 
@@ -20,4 +23,21 @@ function onNextFrame(job) {
   }
 }
 
-export { onNextFrame };
+// A function that runs `job` on a frame at most once per CHART_MS, however
+// often it is called; the last call is never lost.
+function throttledToFrames(job) {
+  let last = -Infinity;
+  let timer = null;
+  const run = () => {
+    timer = null;
+    last = performance.now();
+    job();
+  };
+  return () => {
+    if (timer !== null) return;
+    const wait = Math.max(0, last + CHART_MS - performance.now());
+    timer = setTimeout(() => onNextFrame(run), wait);
+  };
+}
+
+export { onNextFrame, throttledToFrames };

@@ -1,7 +1,7 @@
 // The KV cache live: bytes held against tokens held, one point per step,
 // beside the 72 KiB-per-token slope, with the context's capacity written out.
 
-import { onNextFrame } from "./frame.js";
+import { onNextFrame, throttledToFrames } from "./frame.js";
 import { theme, baseLayout, PLOT_CONFIG, onSchemeChange } from "./theme.js";
 
 const { Plotly } = window;
@@ -17,12 +17,14 @@ class KvChart {
     this.el = el;
     this.nCtx = nCtx;
     this.perToken = bytesPerToken;
+    this.schedule = throttledToFrames(() => this.flush());
     this.reset();
     onSchemeChange(() => this.applyTheme());
   }
 
   reset() {
     this.pending = [];
+    this.held = { x: [], y: [], text: [] };
     this.maxTokens = 0;
     const t = theme();
     const traces = [
@@ -60,21 +62,24 @@ class KvChart {
   // The cache holds `bytes` with `tokens` positions filled.
   point(tokens, bytes) {
     this.pending.push([tokens, bytes]);
-    onNextFrame(() => this.flush());
+    this.schedule();
   }
 
+  // One Plotly call per flush: each call redraws the whole chart (~15 ms in a
+  // software-rendered browser), so the points, the slope and the note go together.
   flush() {
     if (!this.pending.length) return;
-    const rows = this.pending;
+    for (const [n, b] of this.pending) {
+      this.held.x.push(n);
+      this.held.y.push(mib(b));
+      this.held.text.push(`${n} tokens: ${mib(b).toFixed(2)} MiB (${b.toLocaleString("en")} bytes)`);
+      this.maxTokens = Math.max(this.maxTokens, n);
+    }
     this.pending = [];
-    this.maxTokens = Math.max(this.maxTokens, ...rows.map((r) => r[0]));
-    Plotly.extendTraces(this.el, {
-      x: [rows.map((r) => r[0])],
-      y: [rows.map((r) => mib(r[1]))],
-      hovertext: [rows.map(([n, b]) => `${n} tokens: ${mib(b).toFixed(2)} MiB (${b.toLocaleString("en")} bytes)`)],
-    }, [HELD]);
-    Plotly.restyle(this.el, { x: [[0, this.maxTokens]], y: [[0, mib(this.maxTokens * this.perToken)]] }, [SLOPE]);
-    Plotly.relayout(this.el, { annotations: [this.capacityNote(theme())] });
+    Plotly.update(this.el,
+      { x: [this.held.x, [0, this.maxTokens]], y: [this.held.y, [0, mib(this.maxTokens * this.perToken)]],
+        hovertext: [this.held.text, []] },
+      { annotations: [this.capacityNote(theme())] }, [HELD, SLOPE]);
   }
 
   // The request ended and its cache went back to the allocator.

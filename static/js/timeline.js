@@ -3,7 +3,7 @@
 // per decode step on the server's clock. Row "browser": one tick per token
 // as it arrived here. The distance between the two rows is the network.
 
-import { onNextFrame } from "./frame.js";
+import { onNextFrame, throttledToFrames } from "./frame.js";
 import { theme, baseLayout, PLOT_CONFIG, onSchemeChange } from "./theme.js";
 
 const { Plotly } = window;
@@ -12,6 +12,7 @@ const WAIT = 0, READ = 1, CHOP = 2, SERVER = 3, BROWSER = 4;
 class Timeline {
   constructor(el) {
     this.el = el;
+    this.scheduleTokens = throttledToFrames(() => this.flushTokens());
     this.reset();
     onSchemeChange(() => this.applyTheme());
   }
@@ -70,7 +71,7 @@ class Timeline {
   token(serverMs, browserMs, serverLabel, browserLabel) {
     this.pending.server.push([serverMs, serverLabel]);
     this.pending.browser.push([browserMs, browserLabel]);
-    onNextFrame(() => this.flushTokens());
+    this.scheduleTokens();
   }
 
   flushTokens() {

@@ -1,0 +1,149 @@
+"""The page in real headless Chromium: a question answered live, charts and
+stopwatches filled, markup inert, nothing fetched from outside, the CSP kept.
+
+Skipped with a reason when Chromium is missing, except in CI (CI=true), where
+a missing browser is a failure: .ci/run installs Debian's chromium package.
+"""
+
+import os
+import re
+from urllib.parse import urlsplit
+
+import pytest
+
+from .browser import CHROMIUM, launch
+from .conftest import slow_down
+
+if not CHROMIUM and os.environ.get("CI"):
+    pytest.fail("Chromium is missing in CI: .ci/run should have installed Debian's chromium", pytrace=False)
+pytestmark = pytest.mark.skipif(not CHROMIUM, reason="no Chromium on this machine: apt-get install chromium")
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (requirements-dev.txt)")
+expect = sync_api.expect
+PROMPT = "Why is the sky blue?"  # 20 bytes, 20 tokens
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        chromium = launch(p)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser, live_server):
+    """A page on the live server. CSP is bypassed so the test can read the
+    charts' data with page.evaluate; test_the_page_keeps_its_own_csp runs without."""
+    context = browser.new_context(bypass_csp=True, viewport={"width": 1280, "height": 1000})
+    page = context.new_page()
+    page.errors = []
+    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
+    page.goto(live_server.http + "/")
+    expect(page.locator("#send")).to_be_enabled()
+    yield page
+    context.close()
+
+
+def ask(page, prompt, max_tokens):
+    page.fill("#prompt", prompt)
+    page.fill("#max-tokens", str(max_tokens))
+    page.press("#prompt", "Enter")
+
+
+def test_a_question_answered_live(page, live_server):
+    ask(page, PROMPT, 24)
+    expect(page.locator("#status")).to_have_text(re.compile(r"^done: 24 tokens"))
+    timeline = page.evaluate("() => document.getElementById('timeline').data.map(t => t.x.length)")
+    read_bar = page.evaluate("() => document.getElementById('timeline').data[1].x[0]")
+    assert timeline == [1, 1, 1, 24, 24]  # wait, read, chop; one decode tick and one arrival tick per token
+    assert read_bar > 0
+    per_token = live_server.engine.model.config.kv_bytes_per_token
+    kv_last = page.evaluate("() => { const d = document.getElementById('kvchart').data[0]; return [d.x.at(-1), d.y.at(-1)]; }")
+    assert kv_last[0] == 20 + 23  # the prompt and 23 decoded tokens held when the last token came out
+    assert kv_last[1] * 1024 * 1024 == pytest.approx((20 + 23) * per_token)
+    assert page.locator("#chips .chip").count() == 20
+    assert page.inner_text("#answer-count") == "24 tokens"
+    ttft = page.locator("#stopwatches tbody tr").first.locator("td")
+    assert all(re.fullmatch(r"[\d.]+ ms", ttft.nth(i).inner_text()) for i in (0, 1))
+    rows = page.locator("#results tbody tr")
+    assert rows.count() == 1 and rows.first.locator("td").first.inner_text() == "20"
+    assert page.errors == []
+
+
+def test_multibyte_characters_show_split_over_their_tokens(page):
+    ask(page, "é🙂", 2)
+    expect(page.locator("#status")).to_have_text(re.compile(r"^done"))
+    groups = page.locator("#chips .char-group")
+    assert groups.count() == 2
+    assert groups.nth(0).locator(".chip").count() == 2 and groups.nth(1).locator(".chip").count() == 4
+    assert groups.nth(0).locator(".char").inner_text() == "é = 2 tokens"
+
+
+def test_markup_in_a_prompt_stays_text(page):
+    attack = '<img src=x onerror="window.__pwned = 1"><script>window.__pwned = 2</script>'
+    ask(page, attack, 8)
+    expect(page.locator("#status")).to_have_text(re.compile(r"^done"))
+    assert page.locator("#chips img, #chips script, #answer *").count() == 0
+    assert "".join(page.locator("#chips .piece").all_inner_texts()).replace("␣", " ") == attack
+    assert page.evaluate("() => window.__pwned") is None
+
+
+def test_cancel_stops_the_answer(page, live_server, monkeypatch):
+    slow_down(monkeypatch, live_server.engine.model, seconds=0.02)
+    ask(page, PROMPT, 100)
+    expect(page.locator("#answer-count")).to_have_text(re.compile(r"\d+ tokens"))
+    page.click("#cancel")
+    expect(page.locator("#status")).to_have_text("cancelled")
+    assert page.locator("#results tbody tr").count() == 0  # a cancelled run is no result
+    expect(page.locator("#send")).to_be_enabled()
+
+
+def test_bad_input_is_shown_not_thrown(page):
+    ask(page, "", 5)
+    expect(page.locator("#status")).to_have_text(re.compile("prompt is empty"))
+    expect(page.locator("#status")).to_have_class(re.compile("error"))
+    ask(page, PROMPT, 2)  # and the page carries on
+    expect(page.locator("#status")).to_have_text(re.compile(r"^done"))
+
+
+def test_nothing_leaves_localhost(browser, live_server):
+    context = browser.new_context()
+    page = context.new_page()
+    urls = []
+    page.on("request", lambda r: urls.append(r.url))
+    page.on("websocket", lambda ws: urls.append(ws.url))
+    page.goto(live_server.http + "/")
+    expect(page.locator("#send")).to_be_enabled()
+    ask(page, PROMPT, 4)
+    expect(page.locator("#status")).to_have_text(re.compile(r"^done"))
+    context.close()
+    assert any(u.startswith("ws://") for u in urls) and any(u.endswith("plotly.min.js") for u in urls)
+    assert {urlsplit(u).hostname for u in urls} == {"127.0.0.1"}
+
+
+def test_the_page_keeps_its_own_csp(browser, live_server):
+    """No bypass here: the page runs under its real Content-Security-Policy."""
+    context = browser.new_context()
+    page = context.new_page()
+    problems = []
+    page.on("console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None)
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    page.goto(live_server.http + "/")
+    expect(page.locator("#send")).to_be_enabled()
+    ask(page, PROMPT, 6)
+    expect(page.locator("#status")).to_have_text(re.compile(r"^done"))
+    context.close()
+    assert problems == []
+
+
+def test_phone_width_needs_no_sideways_scrolling(browser, live_server):
+    context = browser.new_context(bypass_csp=True, viewport={"width": 390, "height": 844}, is_mobile=True)
+    page = context.new_page()
+    page.goto(live_server.http + "/")
+    expect(page.locator("#send")).to_be_enabled()
+    ask(page, PROMPT, 4)
+    expect(page.locator("#status")).to_have_text(re.compile(r"^done"))
+    overflow = page.evaluate("() => document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    context.close()
+    assert overflow <= 0
