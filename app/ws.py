@@ -62,14 +62,19 @@ def serve_socket(ws, engine: Scheduler, limits: Limits):
         pass
 
 
-def handle(ws, raw, engine: Scheduler, limits: Limits):
-    """Act on one message received while no request is running."""
+def handle(ws, raw, engine: Scheduler, limits: Limits, running: Request | None = None):
+    """Act on one message; `running` is the request in progress, if any."""
     try:
         message = wire.parse_message(raw, limits.max_tokens, limits.default_max_tokens)
     except wire.WireError as e:
         return send(ws, wire.error_message(str(e)))
     if isinstance(message, wire.Cancel):
-        return  # nothing is running: the request it meant has already ended
+        if running is not None:
+            running.cancel()  # its Done("cancelled") ends the relay
+        return  # with nothing running, the request it meant has already ended
+    if running is not None:
+        return send(ws, wire.error_message("a request is already running on this connection: wait for its "
+                                           "\"done\" or send {\"type\": \"cancel\"} first"))
     arrived = time.perf_counter()
     try:
         running = engine.submit(message.prompt, message.max_tokens, message.sampling, arrived)
@@ -79,10 +84,10 @@ def handle(ws, raw, engine: Scheduler, limits: Limits):
         return send(ws, wire.error_message("the factory is busy: too many requests are waiting, try again soon"))
     except EngineStopped:
         return send(ws, wire.error_message("the engine is not running; the server needs a restart"))
-    relay(ws, running, limits)
+    relay(ws, running, engine, limits)
 
 
-def relay(ws, running: Request, limits: Limits):
+def relay(ws, running: Request, engine: Scheduler, limits: Limits):
     """Send the request's events as they come; meanwhile answer messages.
     If the visitor leaves, the request is cancelled before the error propagates."""
     try:
@@ -97,22 +102,10 @@ def relay(ws, running: Request, limits: Limits):
                     return
             raw = ws.receive(timeout=0)
             if raw is not None:
-                answer_while_running(ws, raw, running, limits)
+                handle(ws, raw, engine, limits, running)
     except BaseException:
         running.cancel()
         raise
-
-
-def answer_while_running(ws, raw, running: Request, limits: Limits):
-    try:
-        message = wire.parse_message(raw, limits.max_tokens, limits.default_max_tokens)
-    except wire.WireError as e:
-        return send(ws, wire.error_message(str(e)))
-    if isinstance(message, wire.Cancel):
-        running.cancel()  # its Done("cancelled") ends the relay
-    else:
-        send(ws, wire.error_message("a request is already running on this connection: wait for its "
-                                    "\"done\" or send {\"type\": \"cancel\"} first"))
 
 
 def send(ws, message: dict):
