@@ -3,8 +3,12 @@ they share. It parses and checks requests, hands them to engine/ and turns
 engine events into wire messages; it never runs the model itself."""
 
 from flask import Flask
+from werkzeug.exceptions import HTTPException
 
 from .config import from_environment
+from .openai_api import bp as openai_bp
+from .ops import api_http_error
+from .ops import bp as ops_bp
 from .pages import bp as pages_bp
 from .worker import engine_worker
 from .ws import reject_foreign_origin, sock
@@ -21,14 +25,18 @@ def create_app(config: dict | None = None) -> Flask:
     app = Flask(__name__, static_folder="../static", template_folder="../templates")
     app.config.update(from_environment())
     app.config.update(config or {})
+    app.config["MAX_CONTENT_LENGTH"] = app.config["MAX_BODY_BYTES"]
     app.config["SOCK_SERVER_OPTIONS"] = {
         "max_message_size": app.config["MAX_MESSAGE_BYTES"],
         "ping_interval": app.config["WS_PING_INTERVAL"],
     }
     app.before_request(reject_foreign_origin)
     app.after_request(security_headers)
+    app.register_error_handler(HTTPException, api_http_error)
     sock.init_app(app)
     app.register_blueprint(pages_bp)
+    app.register_blueprint(openai_bp)
+    app.register_blueprint(ops_bp)
     engine_worker.init_app(app)
     return app
 

@@ -5,11 +5,13 @@ import os
 
 DEFAULTS = {
     "MODEL": "gpt2-small",  # a preset of engine/config.py
+    "MODEL_ALIASES": "tiny",  # comma-separated names the API also answers to (the seed's client asks for "tiny")
     "HOST": "127.0.0.1",
     "PORT": 8000,
     "MAX_TOKENS_LIMIT": 1024,  # largest max_tokens a visitor may ask for
     "DEFAULT_MAX_TOKENS": 64,
     "MAX_MESSAGE_BYTES": 64 * 1024,  # a bigger WebSocket message closes the socket with 1009
+    "MAX_BODY_BYTES": 1024 * 1024,  # a bigger API request body gets 413
     "MAX_WAITING": 64,  # requests allowed to wait in line
     "WS_PING_INTERVAL": 25,  # seconds; a client that stops answering pings is dropped
     "WARMUP": True,  # run one short request at start so no visitor's run is the cold one

@@ -42,16 +42,24 @@ def _reject_constant(name):
     raise WireError(f"{name} is not a number JSON allows")
 
 
+def loads(raw: str | bytes, what: str = "message"):
+    """JSON as this server accepts it: no NaN or Infinity, no absurd nesting;
+    WireError otherwise."""
+    try:
+        return json.loads(raw, parse_constant=_reject_constant)
+    except RecursionError:
+        raise WireError(f"{what} is nested too deeply") from None
+    except UnicodeDecodeError:
+        raise WireError(f"{what} is not UTF-8 text") from None
+    except json.JSONDecodeError as e:
+        raise WireError(f"{what} is not valid JSON: {e.msg} at character {e.pos}") from None
+
+
 def parse_message(raw, max_tokens_limit: int, default_max_tokens: int) -> Generate | Cancel:
     """One client message, checked; WireError says what is wrong with it."""
     if not isinstance(raw, str):
         raise WireError("binary messages are not accepted: send JSON text")
-    try:
-        message = json.loads(raw, parse_constant=_reject_constant)
-    except RecursionError:
-        raise WireError("message is nested too deeply") from None
-    except json.JSONDecodeError as e:
-        raise WireError(f"message is not valid JSON: {e.msg} at character {e.pos}") from None
+    message = loads(raw)
     if not isinstance(message, dict):
         raise WireError("message must be a JSON object with a \"type\"")
     kind = message.get("type")

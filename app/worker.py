@@ -1,6 +1,6 @@
-"""The engine, as the app holds it: the model loaded once, warmed up, and the
-scheduler thread that owns it. Web threads reach it only through
-`scheduler()`; they never call the model."""
+"""The engine, as the app holds it: the model loaded once, warmed up, the
+scheduler thread that owns it, and the metrics that watch it. Web threads
+reach them through `scheduler()` and `metrics()`; they never call the model."""
 
 import logging
 import time
@@ -12,8 +12,11 @@ from engine.generate import complete
 from engine.model import Model
 from engine.scheduler import Scheduler
 
+from .metrics import Metrics
+
 log = logging.getLogger(__name__)
 EXTENSION = "word_factory"
+METRICS = "word_factory.metrics"
 
 
 class EngineWorker:
@@ -27,11 +30,19 @@ class EngineWorker:
             start = time.perf_counter()
             complete(model, "warm-up", 2)  # first calls pay for allocations; no visitor should
             log.info("warm-up run (not counted anywhere): %.2f s", time.perf_counter() - start)
-        app.extensions[EXTENSION] = Scheduler(model, max_waiting=app.config["MAX_WAITING"])
+        watch = Metrics(app.config["MODEL"], kv_budget_bytes=config.n_ctx * config.kv_bytes_per_token)
+        scheduler = Scheduler(model, max_waiting=app.config["MAX_WAITING"], on_finish=watch.observe)
+        watch.watch(scheduler)
+        app.extensions[EXTENSION] = scheduler
+        app.extensions[METRICS] = watch
 
 
 def scheduler() -> Scheduler:
     return current_app.extensions[EXTENSION]
+
+
+def metrics() -> Metrics:
+    return current_app.extensions[METRICS]
 
 
 engine_worker = EngineWorker()

@@ -8,8 +8,8 @@ step; bad messages get an `error` and the connection stays usable.
 """
 
 import queue
-import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -21,28 +21,31 @@ from engine.events import Done, Failed
 from engine.scheduler import EngineStopped, QueueFull, Request, Scheduler
 
 from . import wire
-from .worker import scheduler
+from .worker import metrics, scheduler
 
 sock = Sock()
 POLL_S = 0.05  # while a request runs, how often the socket is checked for cancel/disconnect
 GONE = (ConnectionClosed, OSError)  # a send to a dead socket raises either
+REFUSALS = {QueueFull: "the factory is busy: too many requests are waiting, try again soon",
+            EngineStopped: "the engine is not running; the server needs a restart"}
 
 
 @dataclass(frozen=True)
-class Limits:
+class Desk:
+    """What a socket's conversation needs: the engine, the limits, and whom to
+    tell about refused requests (the metrics)."""
+
+    engine: Scheduler
     max_tokens: int
     default_max_tokens: int
+    on_reject: Callable[[], None] = lambda: None
 
 
 @sock.route("/ws")
 def websocket(ws):
     """Serve one visitor's socket until they leave."""
-    # Tokens are small messages sent one by one: without TCP_NODELAY, Nagle's
-    # algorithm holds each until the previous one is acknowledged, and the
-    # browser sees tokens arrive in clumps 40 ms apart.
-    ws.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     c = current_app.config
-    serve_socket(ws, scheduler(), Limits(c["MAX_TOKENS_LIMIT"], c["DEFAULT_MAX_TOKENS"]))
+    serve_socket(ws, Desk(scheduler(), c["MAX_TOKENS_LIMIT"], c["DEFAULT_MAX_TOKENS"], metrics().rejected))
 
 
 def reject_foreign_origin():
@@ -53,41 +56,36 @@ def reject_foreign_origin():
         abort(403, description="WebSocket connections are accepted only from this site's own pages")
 
 
-def serve_socket(ws, engine: Scheduler, limits: Limits):
+def serve_socket(ws, desk: Desk):
     """Read messages and run requests until the socket closes."""
     try:
         while True:
-            handle(ws, ws.receive(), engine, limits)
+            handle(ws, ws.receive(), desk)
     except GONE:
         pass
 
 
-def handle(ws, raw, engine: Scheduler, limits: Limits, running: Request | None = None):
+def handle(ws, raw, desk: Desk, running: Request | None = None):
     """Act on one message; `running` is the request in progress, if any."""
     try:
-        message = wire.parse_message(raw, limits.max_tokens, limits.default_max_tokens)
+        message = wire.parse_message(raw, desk.max_tokens, desk.default_max_tokens)
     except wire.WireError as e:
-        return send(ws, wire.error_message(str(e)))
+        return refuse(ws, desk, str(e))
     if isinstance(message, wire.Cancel):
         if running is not None:
             running.cancel()  # its Done("cancelled") ends the relay
         return  # with nothing running, the request it meant has already ended
     if running is not None:
-        return send(ws, wire.error_message("a request is already running on this connection: wait for its "
-                                           "\"done\" or send {\"type\": \"cancel\"} first"))
-    arrived = time.perf_counter()
+        return refuse(ws, desk, "a request is already running on this connection: wait for its "
+                                "\"done\" or send {\"type\": \"cancel\"} first")
     try:
-        running = engine.submit(message.prompt, message.max_tokens, message.sampling, arrived)
-    except ValueError as e:
-        return send(ws, wire.error_message(str(e)))
-    except QueueFull:
-        return send(ws, wire.error_message("the factory is busy: too many requests are waiting, try again soon"))
-    except EngineStopped:
-        return send(ws, wire.error_message("the engine is not running; the server needs a restart"))
-    relay(ws, running, engine, limits)
+        running = desk.engine.submit(message.prompt, message.max_tokens, message.sampling, time.perf_counter())
+    except (ValueError, QueueFull, EngineStopped) as e:
+        return refuse(ws, desk, REFUSALS.get(type(e), str(e)))
+    relay(ws, running, desk)
 
 
-def relay(ws, running: Request, engine: Scheduler, limits: Limits):
+def relay(ws, running: Request, desk: Desk):
     """Send the request's events as they come; meanwhile answer messages.
     If the visitor leaves, the request is cancelled before the error propagates."""
     try:
@@ -102,10 +100,16 @@ def relay(ws, running: Request, engine: Scheduler, limits: Limits):
                     return
             raw = ws.receive(timeout=0)
             if raw is not None:
-                handle(ws, raw, engine, limits, running)
+                handle(ws, raw, desk, running)
     except BaseException:
         running.cancel()
         raise
+
+
+def refuse(ws, desk: Desk, text: str):
+    """Answer a message that will not be served with an error; the metrics count it as rejected."""
+    desk.on_reject()
+    send(ws, wire.error_message(text))
 
 
 def send(ws, message: dict):

@@ -55,7 +55,10 @@ class Token:
     """The Typewriter produced one token.
 
     `text` is what became printable with it: "" while a multi-byte character
-    is incomplete. `kv_bytes` is what the cache holds after this step.
+    is incomplete (or while it may be the start of a stop string).
+    `kv_bytes` is what the cache holds after this step. `finish_reason` is set
+    on the answer's last token only ("length" or "stop"), so a stream can say
+    so with the token itself.
     """
 
     t: float
@@ -63,13 +66,15 @@ class Token:
     id: int
     text: str
     kv_bytes: int
+    finish_reason: str | None = None
 
 
 @dataclass(frozen=True)
 class Done:
     """The answer is over. `finish_reason` is "length" (max_tokens reached or
-    the context full) with the request's `stats`, or "cancelled", with stats
-    None since a cancelled answer has no complete set of figures."""
+    the context full) or "stop" (a stop string appeared), with the request's
+    `stats`; or "cancelled", with stats None since a cancelled answer has no
+    complete set of figures."""
 
     t: float
     finish_reason: str

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .errors import ParamError
+
 
 @dataclass(frozen=True)
 class SamplingParams:
@@ -20,13 +22,13 @@ class SamplingParams:
     def __post_init__(self):
         t = self.temperature
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
-            raise ValueError(f"temperature must be a finite number >= 0, got {t!r}")
+            raise ParamError("temperature", f"temperature must be a finite number >= 0, got {t!r}")
         k = self.top_k
         if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
-            raise ValueError(f"top_k must be a whole number >= 1 (or omitted), got {k!r}")
+            raise ParamError("top_k", f"top_k must be a whole number >= 1 (or omitted), got {k!r}")
         s = self.seed
         if s is not None and (isinstance(s, bool) or not isinstance(s, int) or s < 0):
-            raise ValueError(f"seed must be a whole number >= 0 (or omitted), got {s!r}")
+            raise ParamError("seed", f"seed must be a whole number >= 0 (or omitted), got {s!r}")
 
     @property
     def greedy(self) -> bool:

@@ -17,7 +17,7 @@ import threading
 import time
 from contextlib import closing
 
-from .events import Done, Failed, Queued
+from .events import Done, Failed, Prefilled, Queued, Token
 from .generate import check_request, generate
 from .model import Model
 from .sampling import GREEDY, SamplingParams
@@ -37,8 +37,12 @@ class Request:
     """One submitted request: read `events` until Done or Failed arrives."""
 
     def __init__(self, scheduler: "Scheduler", prompt: str, max_tokens: int, sampling: SamplingParams,
-                 arrived: float):
-        self.prompt, self.max_tokens, self.sampling, self.arrived = prompt, max_tokens, sampling, arrived
+                 stop: tuple[str, ...], arrived: float):
+        self.prompt, self.max_tokens, self.sampling, self.stop = prompt, max_tokens, sampling, stop
+        self.arrived = arrived
+        self.started: float | None = None  # when the engine took it out of the line
+        self.prompt_tokens = 0
+        self.token_times: list[float] = []  # for the metrics' inter-token histogram
         self.events: queue.SimpleQueue = queue.SimpleQueue()
         self._scheduler = scheduler
         self._cancelled = threading.Event()
@@ -55,9 +59,15 @@ class Request:
 
 
 class Scheduler:
-    def __init__(self, model: Model, max_waiting: int = 64):
+    """`on_finish(request, last_event)`, if given, hears every request's end
+    (Done, including cancelled, or Failed), on the engine thread or the
+    cancelling one; it must be quick and must not raise."""
+
+    def __init__(self, model: Model, max_waiting: int = 64, on_finish=None):
         self.model = model
         self.max_waiting = max_waiting
+        self.on_finish = on_finish or (lambda request, event: None)
+        self.kv_bytes = 0  # what the running request's cache holds now
         self._waiting: collections.deque[Request] = collections.deque()
         self._running: Request | None = None
         self._wakeup = threading.Condition()
@@ -78,13 +88,13 @@ class Scheduler:
         return 0 if self._running is None else 1
 
     def submit(self, prompt: str, max_tokens: int, sampling: SamplingParams = GREEDY,
-               arrived: float | None = None) -> Request:
-        """Queue a request. Raises ValueError for a bad request, QueueFull when
-        the line is at its limit and EngineStopped if the engine is gone --
-        all before anything is queued."""
+               arrived: float | None = None, stop: tuple[str, ...] = ()) -> Request:
+        """Queue a request. Raises ValueError (a ParamError) for a bad request,
+        QueueFull when the line is at its limit and EngineStopped if the engine
+        is gone -- all before anything is queued."""
         arrived = time.perf_counter() if arrived is None else arrived
-        check_request(self.model.config, prompt, max_tokens, sampling)
-        request = Request(self, prompt, max_tokens, sampling, arrived)
+        check_request(self.model.config, prompt, max_tokens, sampling, stop)
+        request = Request(self, prompt, max_tokens, sampling, stop, arrived)
         with self._wakeup:
             if self._stopping or not self.alive:
                 raise EngineStopped("the engine is not running")
@@ -115,7 +125,7 @@ class Scheduler:
                 return
             self._waiting.remove(request)
             self._announce_positions()
-        request.events.put(Done(time.perf_counter(), "cancelled", None))
+        self._finish(request, Done(time.perf_counter(), "cancelled", None))
 
     def _announce_positions(self):
         now = time.perf_counter()
@@ -130,22 +140,37 @@ class Scheduler:
                 if self._stopping:
                     return
                 self._running = self._waiting.popleft()
+                self._running.started = time.perf_counter()
                 self._announce_positions()
             try:
                 self._serve(self._running)
             finally:
-                self._running = None
+                self._running, self.kv_bytes = None, 0
 
     def _serve(self, request: Request):
         """Run one request, relaying its events, until it ends or is cancelled."""
         try:
             with closing(generate(self.model, request.prompt, request.max_tokens, request.sampling,
-                                  request.arrived)) as run:  # closing frees the KV cache at once
+                                  request.arrived, request.stop)) as run:  # closing frees the KV cache at once
                 for event in run:
                     if request.cancelled:
-                        request.events.put(Done(time.perf_counter(), "cancelled", None))
-                        return
+                        return self._finish(request, Done(time.perf_counter(), "cancelled", None))
+                    if isinstance(event, (Prefilled, Token)):
+                        self.kv_bytes = event.kv_bytes
+                    if isinstance(event, Prefilled):
+                        request.prompt_tokens = event.prompt_tokens
+                    elif isinstance(event, Token):
+                        request.token_times.append(event.t)
+                    elif isinstance(event, Done):
+                        return self._finish(request, event)
                     request.events.put(event)
         except Exception as error:  # one request's failure must not stop the factory
             log.exception("request failed")
-            request.events.put(Failed(time.perf_counter(), f"the engine failed on this request: {error}"))
+            self._finish(request, Failed(time.perf_counter(), f"the engine failed on this request: {error}"))
+
+    def _finish(self, request: Request, event: Done | Failed):
+        try:
+            self.on_finish(request, event)
+        except Exception:
+            log.exception("on_finish failed")  # bookkeeping must never lose the answer's end
+        request.events.put(event)

@@ -7,12 +7,11 @@ import time
 import pytest
 from simple_websocket import ConnectionClosed
 
-from app.ws import Limits, serve_socket
+from app.ws import Desk, serve_socket
 from engine.scheduler import Scheduler
 
 from .conftest import slow_down
 
-LIMITS = Limits(max_tokens=100, default_max_tokens=8)
 
 
 class When:
@@ -72,13 +71,25 @@ def engine(tiny_model):
     scheduler.close(timeout=10)
 
 
+@pytest.fixture
+def serve(engine):
+    """Run a scripted socket to its end; returns how many requests were refused."""
+    refused = []
+
+    def run(ws):
+        serve_socket(ws, Desk(engine, max_tokens=100, default_max_tokens=8, on_reject=lambda: refused.append(1)))
+        return len(refused)
+
+    return run
+
+
 def idle(engine):
     return engine.running == 0 and engine.waiting == 0
 
 
-def test_a_request_streams_its_events_in_order(engine):
+def test_a_request_streams_its_events_in_order(engine, serve):
     ws = FakeSocket(generate("Why is the sky blue?", max_tokens=5))
-    serve_socket(ws, engine, LIMITS)
+    serve(ws)
     layers = engine.model.config.n_layer
     assert ws.types() == ["queued", "tokenized"] + ["prefill_progress"] * layers + ["prefilled"] + \
         ["token"] * 5 + ["done"]
@@ -107,28 +118,28 @@ BAD_INPUTS = [
 
 
 @pytest.mark.parametrize("raw, message", BAD_INPUTS)
-def test_bad_input_gets_an_error_and_the_connection_stays_usable(engine, caches, raw, message):
+def test_bad_input_gets_an_error_and_the_connection_stays_usable(engine, serve, caches, raw, message):
     ws = FakeSocket(raw, generate("still here?", max_tokens=2))
-    serve_socket(ws, engine, LIMITS)
+    assert serve(ws) == 1  # counted as rejected
     assert ws.sent[0]["type"] == "error" and message in ws.sent[0]["message"]
     assert ws.types()[-1] == "done" and ws.types().count("token") == 2
     assert len(caches) == 1 and idle(engine)  # only the good request ever reached the engine
 
 
-def test_a_second_generate_while_running_is_refused(engine, monkeypatch):
+def test_a_second_generate_while_running_is_refused(engine, serve, monkeypatch):
     slow_down(monkeypatch, engine.model)
     ws = FakeSocket(generate("first", max_tokens=30), When(tokens_sent(1), generate("second")))
-    serve_socket(ws, engine, LIMITS)
+    serve(ws)
     errors = [m for m in ws.sent if m["type"] == "error"]
     assert len(errors) == 1 and "already running" in errors[0]["message"]
     assert ws.types().count("token") == 30 and ws.types()[-1] == "done"
 
 
-def test_cancel_stops_the_request_and_frees_its_memory(engine, caches, monkeypatch):
+def test_cancel_stops_the_request_and_frees_its_memory(engine, serve, caches, monkeypatch):
     slow_down(monkeypatch, engine.model)
     ws = FakeSocket(generate("stop soon", max_tokens=100), When(tokens_sent(2), '{"type": "cancel"}'),
                     When(lambda sent: sent[-1]["type"] == "done", generate("again", max_tokens=3)))
-    serve_socket(ws, engine, LIMITS)
+    serve(ws)
     first_done = ws.types().index("done")
     assert ws.sent[first_done]["finish_reason"] == "cancelled"
     assert ws.types()[:first_done].count("token") < 100
@@ -136,25 +147,25 @@ def test_cancel_stops_the_request_and_frees_its_memory(engine, caches, monkeypat
     assert all(c.bytes_allocated == 0 for c in caches) and idle(engine)
 
 
-def test_cancel_with_nothing_running_is_harmless(engine):
+def test_cancel_with_nothing_running_is_harmless(engine, serve):
     ws = FakeSocket('{"type": "cancel"}', generate("ok", max_tokens=1))
-    serve_socket(ws, engine, LIMITS)
+    serve(ws)
     assert ws.types()[-1] == "done" and "error" not in ws.types()
 
 
-def test_a_visitor_who_leaves_mid_answer_is_cancelled(engine, caches, monkeypatch):
+def test_a_visitor_who_leaves_mid_answer_is_cancelled(engine, serve, caches, monkeypatch):
     slow_down(monkeypatch, engine.model)
     ws = FakeSocket(generate("bye", max_tokens=100), When(tokens_sent(3), ConnectionClosed(1001, "tab closed")))
-    serve_socket(ws, engine, LIMITS)
+    serve(ws)
     assert ws.types().count("token") < 100 and "done" not in ws.types()
     _wait_idle(engine)
     assert all(c.bytes_allocated == 0 for c in caches)
 
 
-def test_a_dead_socket_on_send_cancels_the_request(engine, caches, monkeypatch):
+def test_a_dead_socket_on_send_cancels_the_request(engine, serve, caches, monkeypatch):
     slow_down(monkeypatch, engine.model)
     ws = FakeSocket(generate("bye", max_tokens=100), fail_send_after=5)
-    serve_socket(ws, engine, LIMITS)
+    serve(ws)
     assert len(ws.sent) == 5
     _wait_idle(engine)
     assert all(c.bytes_allocated == 0 for c in caches)

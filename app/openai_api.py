@@ -1,0 +1,246 @@
+"""The OpenAI-compatible API: /v1/completions and /v1/models, behaving like
+vLLM so any client that times vLLM, SGLang or llama.cpp can time this
+factory unchanged.
+
+Errors are `{"error": {"message", "type", "param", "code"}}` with `code` the
+HTTP status. Once a stream has started with 200, a failure goes in-band:
+`data: {"error": ...}` then `data: [DONE]`. A client that disconnects
+mid-stream cancels its request at the next token it fails to receive.
+"""
+
+import json
+import queue
+import time
+import uuid
+from dataclasses import dataclass
+
+from flask import Blueprint, Response, current_app, request
+
+from engine import tokenizer
+from engine.errors import ParamError
+from engine.events import Done, Failed, Token
+from engine.sampling import SamplingParams
+from engine.scheduler import EngineStopped, QueueFull, Request, Scheduler
+
+from . import wire
+from .worker import metrics, scheduler
+
+bp = Blueprint("openai", __name__, url_prefix="/v1")
+ERROR_TYPES = {400: "BadRequestError", 404: "NotFoundError", 405: "MethodNotAllowedError",
+               413: "RequestEntityTooLargeError", 429: "TooManyRequestsError", 500: "InternalServerError",
+               503: "ServiceUnavailableError"}
+RETRY_AFTER_S = "2"
+# Fields clients send by default that this server accepts only at their no-op value.
+NO_OP_FIELDS = {"top_p": (None, 1, 1.0), "frequency_penalty": (None, 0, 0.0), "presence_penalty": (None, 0, 0.0),
+                "logprobs": (None,), "echo": (None, False), "best_of": (None, 1), "suffix": (None,),
+                "logit_bias": (None, {})}
+
+
+class APIError(Exception):
+    def __init__(self, status: int, message: str, param: str | None = None):
+        super().__init__(message)
+        self.status, self.message, self.param = status, message, param
+
+
+def error_body(status: int, message: str, param: str | None = None) -> dict:
+    return {"error": {"message": message, "type": ERROR_TYPES.get(status, "Error"), "param": param, "code": status}}
+
+
+def error_response(status: int, message: str, param: str | None = None) -> Response:
+    response = Response(json.dumps(error_body(status, message, param)), status, mimetype="application/json")
+    if status in (429, 503):
+        response.headers["Retry-After"] = RETRY_AFTER_S
+    return response
+
+
+@bp.errorhandler(APIError)
+def api_error(e: APIError):
+    return error_response(e.status, e.message, e.param)
+
+
+@dataclass(frozen=True)
+class Completion:
+    model: str
+    prompt: str
+    prompt_tokens: int
+    max_tokens: int
+    sampling: SamplingParams
+    stop: tuple[str, ...]
+    stream: bool
+    include_usage: bool
+
+
+def served_names() -> list[str]:
+    """The model's name, then its aliases (each once)."""
+    c = current_app.config
+    names = [c["MODEL"]] + [a.strip() for a in c["MODEL_ALIASES"].split(",") if a.strip()]
+    return list(dict.fromkeys(names))
+
+
+def field(body: dict, name: str, kinds: tuple, default=None, what: str = ""):
+    """body[name] if it is one of `kinds` (bool is never a number), else APIError 400."""
+    value = body.get(name, default)
+    if value is None or (isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)):
+        return value
+    raise APIError(400, f"{name} must be {what}, got {json.dumps(value)}", name)
+
+
+def parse_completion(body) -> Completion:
+    """A /v1/completions body, checked as vLLM checks it."""
+    if not isinstance(body, dict):
+        raise APIError(400, "the request body must be a JSON object")
+    model = field(body, "model", (str,), what="a string")
+    if model is None:
+        raise APIError(400, "model is required; GET /v1/models lists the names served here", "model")
+    if model not in served_names():
+        raise APIError(404, f"The model `{model}` does not exist. Served here: {', '.join(served_names())}", "model")
+    prompt = body.get("prompt")
+    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
+        prompt = prompt[0]
+    if not isinstance(prompt, str):
+        raise APIError(400, "prompt must be a string, or a list holding one string", "prompt")
+    n = field(body, "n", (int,), 1, "a whole number")
+    if n != 1 and n is not None:
+        raise APIError(400, f"n must be 1: this server makes one completion per request, not {n}", "n")
+    for name, allowed in NO_OP_FIELDS.items():
+        if name in body and body[name] not in allowed:
+            raise APIError(400, f"{name}={body[name]!r} is not supported by this server", name)
+    limit = current_app.config["MAX_TOKENS_LIMIT"]
+    max_tokens = field(body, "max_tokens", (int,), 16, "a whole number")
+    max_tokens = 16 if max_tokens is None else max_tokens
+    if not 1 <= max_tokens <= limit:
+        raise APIError(400, f"max_tokens must be from 1 to {limit}, got {max_tokens}", "max_tokens")
+    stop = body.get("stop")
+    stop = () if stop is None else (stop,) if isinstance(stop, str) else stop
+    if not isinstance(stop, (list, tuple)) or not all(isinstance(s, str) for s in stop):
+        raise APIError(400, "stop must be a string or a list of strings", "stop")
+    top_k = field(body, "top_k", (int,), what="a whole number")
+    temperature = field(body, "temperature", (int, float), 1.0, "a number")
+    try:
+        sampling = SamplingParams(temperature=1.0 if temperature is None else temperature,
+                                  top_k=None if top_k in (None, 0, -1) else top_k,  # vLLM's "no top-k" values
+                                  seed=field(body, "seed", (int,), what="a whole number"))
+        ids = tokenizer.encode(prompt)
+    except ParamError as e:
+        raise APIError(400, str(e), e.param) from None
+    except ValueError as e:
+        raise APIError(400, f"prompt {e}", "prompt") from None
+    n_ctx = scheduler().model.config.n_ctx
+    if len(ids) >= n_ctx:
+        raise APIError(400, f"This model's maximum context length is {n_ctx} tokens. However, your request has "
+                            f"{len(ids)} input tokens. Please reduce the length of the input.", "input_tokens")
+    if len(ids) + max_tokens > n_ctx:
+        raise APIError(400, f"'max_tokens' is too large: {max_tokens}. This model's maximum context length is "
+                            f"{n_ctx} tokens and your request has {len(ids)} input tokens "
+                            f"({max_tokens} > {n_ctx} - {len(ids)}).", "max_tokens")
+    stream = field(body, "stream", (bool,), False, "true or false")
+    options = field(body, "stream_options", (dict,), {}, "an object") or {}
+    if options and not stream:
+        raise APIError(400, "stream_options is only allowed with stream: true", "stream_options")
+    include_usage = field(options, "include_usage", (bool,), False, "true or false")
+    return Completion(model, prompt, len(ids), max_tokens, sampling, tuple(stop), bool(stream), bool(include_usage))
+
+
+@bp.post("/completions")
+def completions():
+    """Complete a prompt, streamed (server-sent events) or in one response."""
+    try:
+        body = wire.loads(request.get_data(cache=False), "the request body")
+        completion = parse_completion(body)
+        running = submit(completion)
+    except (APIError, wire.WireError) as e:
+        metrics().rejected()
+        if isinstance(e, wire.WireError):
+            raise APIError(400, str(e)) from None
+        raise
+    cid, created, engine = f"cmpl-{uuid.uuid4().hex}", int(time.time()), scheduler()
+    if completion.stream:
+        return Response(stream(completion, running, engine, cid, created), mimetype="text/event-stream",
+                        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    return whole(completion, running, engine, cid, created)
+
+
+def submit(completion: Completion) -> Request:
+    engine = scheduler()
+    try:
+        return engine.submit(completion.prompt, completion.max_tokens, completion.sampling, stop=completion.stop)
+    except ParamError as e:
+        raise APIError(400, str(e), e.param) from None
+    except QueueFull:
+        raise APIError(429, "the factory is busy: too many requests are waiting; retry shortly") from None
+    except EngineStopped:
+        raise APIError(503, "the engine is not running; the server needs a restart") from None
+
+
+def events_until_end(running: Request, engine: Scheduler):
+    """The request's events through its Done or Failed; an engine that dies
+    meanwhile ends it with a Failed rather than a hang."""
+    while True:
+        try:
+            event = running.events.get(timeout=1.0)
+        except queue.Empty:
+            if engine.alive:
+                continue
+            event = Failed(time.perf_counter(), "the engine stopped while serving this request")
+        yield event
+        if isinstance(event, (Done, Failed)):
+            return
+
+
+def choice(text: str, finish_reason: str | None) -> dict:
+    return {"index": 0, "text": text, "logprobs": None, "finish_reason": finish_reason, "stop_reason": None}
+
+
+def usage(completion: Completion, tokens: int) -> dict:
+    return {"prompt_tokens": completion.prompt_tokens, "completion_tokens": tokens,
+            "total_tokens": completion.prompt_tokens + tokens}
+
+
+def stream(completion: Completion, running: Request, engine: Scheduler, cid: str, created: int):
+    """Server-sent events: one chunk per token, finish_reason on the last one,
+    then the usage chunk if asked for, then [DONE]. A disconnect closes this
+    generator at its next yield, and the request is cancelled."""
+    head = {"id": cid, "object": "text_completion", "created": created, "model": completion.model}
+    extra = {"usage": None} if completion.include_usage else {}
+    tokens = 0
+    try:
+        for event in events_until_end(running, engine):
+            if isinstance(event, Token):
+                tokens += 1
+                yield sse({**head, "choices": [choice(event.text, event.finish_reason)], **extra})
+            elif isinstance(event, Failed) or (isinstance(event, Done) and event.finish_reason == "cancelled"):
+                reason = event.message if isinstance(event, Failed) else "the request was cancelled by the server"
+                yield sse(error_body(500, reason))
+            elif isinstance(event, Done) and completion.include_usage:
+                yield sse({**head, "choices": [], "usage": usage(completion, tokens)})
+        yield "data: [DONE]\n\n"
+    finally:
+        running.cancel()  # no-op once finished; stops the engine if the client left
+
+
+def whole(completion: Completion, running: Request, engine: Scheduler, cid: str, created: int) -> Response:
+    texts, finish_reason = [], None
+    for event in events_until_end(running, engine):
+        if isinstance(event, Token):
+            texts.append(event.text)
+            finish_reason = event.finish_reason
+        elif isinstance(event, Failed):
+            return error_response(500, event.message)
+        elif isinstance(event, Done) and event.finish_reason == "cancelled":
+            return error_response(503, "the request was cancelled by the server")
+    body = {"id": cid, "object": "text_completion", "created": created, "model": completion.model,
+            "choices": [choice("".join(texts), finish_reason)], "usage": usage(completion, len(texts))}
+    return Response(json.dumps(body, ensure_ascii=False), mimetype="application/json")
+
+
+def sse(payload: dict) -> str:
+    return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n"
+
+
+@bp.get("/models")
+def models():
+    """The model served here, under its name and its aliases."""
+    created, root = int(time.time()), current_app.config["MODEL"]
+    return {"object": "list", "data": [{"id": name, "object": "model", "created": created, "owned_by": "word-factory",
+                                        "root": root, "max_model_len": scheduler().model.config.n_ctx}
+                                       for name in served_names()]}
