@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 
 from . import tokenizer
-from .events import Done, Event, PrefillProgress, Prefilled, Token, Tokenized
+from .events import Done, PrefillProgress, Prefilled, Token, Tokenized
 from .config import ModelConfig
 from .errors import ParamError
 from .kv_cache import KVCache
@@ -84,8 +84,6 @@ def _run(model: Model, ids: list[int], max_tokens: int, sampling: SamplingParams
         decoder, stopper, rng = tokenizer.StreamDecoder(), StopStrings(stop), sampling.rng()
         token_times, finish_reason = [], None
         for index in range(n_new):
-            if index > 0:
-                logits = model.forward([token_id], cache)
             token_id = sample(logits, sampling, rng)
             t = time.perf_counter()
             token_times.append(t)
@@ -96,8 +94,9 @@ def _run(model: Model, ids: list[int], max_tokens: int, sampling: SamplingParams
             elif last:
                 text, finish_reason = text + stopper.flush(), "length"
             yield Token(t, index, token_id, text, cache.bytes_used, finish_reason)
-            if stopped:
+            if finish_reason:
                 break
+            logits = model.forward([token_id], cache)  # the Typewriter: one step for the next token
 
         stats = summarize(arrived, chop_start, tokenized, prefilled, token_times, len(ids))
         yield Done(time.perf_counter(), finish_reason, stats)

@@ -26,7 +26,7 @@ def softmax(x):
 def forward(model, ids):
     """Logits (T, V) for every position of `ids`, computed from scratch in float64."""
     c = model.config
-    C, H, hd = c.n_embd, c.n_head, c.head_size
+    H, hd = c.n_head, c.head_size
     T = len(ids)
     f64 = lambda a: a.astype(np.float64)  # noqa: E731 -- the oracle works in double precision
     x = f64(model.wte)[ids] + f64(model.wpe)[:T]

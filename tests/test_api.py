@@ -209,3 +209,24 @@ def test_health_says_503_when_the_engine_is_gone(lone_app):
     assert client.get("/health").status_code == 503
     reply = client.post("/v1/completions", json={"model": "tiny", "prompt": "hi"})
     assert reply.status_code == 503 and "not running" in reply.json["error"]["message"]
+
+
+def test_a_failure_after_the_stream_started_goes_in_band(live_server, monkeypatch):
+    model = live_server.engine.model
+    step, calls = model.forward, []
+
+    def breaks_on_the_third_step(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise FloatingPointError("simulated fault in a decode step")
+        return step(*args, **kwargs)
+
+    monkeypatch.setattr(model, "forward", breaks_on_the_third_step)
+    body = json.dumps({"model": "tiny", "prompt": "hi", "max_tokens": 10, "stream": True}).encode()
+    status, _, payload = raw_post(live_server, body)
+    events = payload.decode().split("\n\n")[:-1]
+    assert status == 200 and events[-1] == "data: [DONE]"
+    error = json.loads(events[-2].removeprefix("data: "))["error"]
+    assert "simulated fault" in error["message"] and error["code"] == 500
+    assert sum('"choices"' in e for e in events) == 3  # the tokens made before the fault were delivered
+    assert live_server.engine.alive

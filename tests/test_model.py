@@ -44,7 +44,7 @@ def test_everything_on_the_hot_path_stays_float32(tiny_model):
     cache = KVCache(tiny_model.config)
     logits = [tiny_model.forward(prompt_ids(20), cache), tiny_model.forward([65], cache)]
     logits.append(tiny_model.forward(prompt_ids(3), cache, all_logits=True))
-    assert all(l.dtype == np.float32 for l in logits)
+    assert all(out.dtype == np.float32 for out in logits)
     assert cache.k.dtype == cache.v.dtype == np.float32
     assert tiny_model.scratch._buffers and all(b.dtype == np.float32 for b in tiny_model.scratch._buffers.values())
     weights = [tiny_model.wte, tiny_model.wpe] + [w for b in tiny_model.blocks for w in b.matrices()]
