@@ -7,7 +7,7 @@ Client -> server:
     {"type": "cancel"}
 
 Server -> client (t_ms: milliseconds since the server received the request):
-    queued {position}  tokenized {ids, pieces}  prefill_progress {layers_done, layers_total}
+    queued {position}  tokenized {ids, pieces}  prefill_progress {fraction}
     prefilled {prompt_tokens, kv_bytes}  token {index, id, text, kv_bytes}
     done {finish_reason, stats | null}  error {message}
 """
@@ -105,8 +105,8 @@ def event_message(event: Event, arrived: float) -> dict:
             message.update(type="queued", position=position)
         case Tokenized(ids=ids):
             message.update(type="tokenized", ids=ids, pieces=[piece_label(i) for i in ids])
-        case PrefillProgress(layers_done=done, layers_total=total):
-            message.update(type="prefill_progress", layers_done=done, layers_total=total)
+        case PrefillProgress(fraction=fraction):
+            message.update(type="prefill_progress", fraction=fraction)
         case Prefilled(prompt_tokens=n, kv_bytes=kv):
             message.update(type="prefilled", prompt_tokens=n, kv_bytes=kv)
         case Token(index=index, id=token_id, text=text, kv_bytes=kv):

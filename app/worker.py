@@ -10,7 +10,7 @@ from flask import current_app
 from engine.config import preset
 from engine.generate import complete
 from engine.model import Model
-from engine.scheduler import Scheduler
+from engine.scheduler import Limits, Scheduler
 
 from .metrics import Metrics
 
@@ -30,8 +30,12 @@ class EngineWorker:
             start = time.perf_counter()
             complete(model, "warm-up", 2)  # first calls pay for allocations; no visitor should
             log.info("warm-up run (not counted anywhere): %.2f s", time.perf_counter() - start)
-        watch = Metrics(app.config["MODEL"], kv_budget_bytes=config.n_ctx * config.kv_bytes_per_token)
-        scheduler = Scheduler(model, max_waiting=app.config["MAX_WAITING"], on_finish=watch.observe)
+        c = app.config
+        limits = Limits(max_running=c["MAX_RUNNING"], max_waiting=c["MAX_WAITING"],
+                        kv_budget_bytes=c["KV_BUDGET_BYTES"], step_tokens=c["STEP_TOKENS"],
+                        event_buffer=c["EVENT_BUFFER"])
+        watch = Metrics(c["MODEL"], kv_budget_bytes=limits.kv_budget_bytes)
+        scheduler = Scheduler(model, limits, on_finish=watch.observe)
         watch.watch(scheduler)
         app.extensions[EXTENSION] = scheduler
         app.extensions[METRICS] = watch

@@ -34,11 +34,11 @@ class Tokenized:
 
 @dataclass(frozen=True)
 class PrefillProgress:
-    """The Reader finished one more layer of the prompt."""
+    """The Reader got further through the prompt: `fraction` of it has gone
+    through the model (counted per layer, so a long prompt's bar moves)."""
 
     t: float
-    layers_done: int
-    layers_total: int
+    fraction: float
 
 
 @dataclass(frozen=True)

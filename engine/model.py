@@ -66,42 +66,68 @@ class Model:
         Returns the logits (V,) of the last new position, or (T, V) for every
         new position when `all_logits` is set (the tests' oracle comparison).
         """
-        steps = self.forward_steps(ids, cache, all_logits)
-        while True:
-            try:
-                next(steps)
-            except StopIteration as finished:
-                return finished.value
+        return run_to_end(self.forward_steps([(ids, cache)], all_logits))[0]
 
-    def forward_steps(self, ids, cache: KVCache, all_logits: bool = False):
-        """`forward` as a generator: yields the number of layers done after each
-        block (so a long prefill can report progress or be abandoned), and
-        returns the logits. Abandoned midway, the cache keeps its length."""
+    def forward_steps(self, segments, all_logits: bool = False):
+        """One step for several sequences at once, as a generator.
+
+        `segments` is a list of (new token ids, that sequence's KV cache): a
+        decode step is one token, a prefill chunk many. All their rows go
+        through each weight matrix in ONE matrix product -- the bus carrying
+        everyone -- while attention runs per sequence over its own cache.
+        Yields the number of layers done after each block (so a long prefill
+        can report progress); returns one logits array per segment: (V,) for
+        its last position, or (T, V) for all with `all_logits`. Abandoned
+        midway, the caches keep their lengths.
+        """
         c, s = self.config, self.scratch
         H, hd, C, M = c.n_head, c.head_size, c.n_embd, c.n_mlp
-        T, P = len(ids), cache.length  # new tokens, positions already cached
-        assert T >= 1, "forward needs at least one new token"
-        cache.reserve(P + T)
+        lengths = [len(ids) for ids, _ in segments]
+        starts = [cache.length for _, cache in segments]  # positions already cached, per sequence
+        assert min(lengths) >= 1, "every segment needs at least one new token"
+        N = sum(lengths)  # rows in this step
+        for (_, cache), T, P in zip(segments, lengths, starts):
+            cache.reserve(P + T)
+        ids = np.concatenate([np.asarray(ids, dtype=np.intp) for ids, _ in segments])
+        positions = np.concatenate([np.arange(P, P + T) for P, T in zip(starts, lengths)])
 
-        x = np.add(self.wte[ids], self.wpe[P : P + T], out=s.array("x", (T, C)))  # residual stream
-        normed, proj = s.array("normed", (T, C)), s.array("proj", (T, C))
-        qkv, hidden = s.array("qkv", (T, 3 * C)), s.array("hidden", (T, M))
+        x = np.add(self.wte[ids], self.wpe[positions], out=s.array("x", (N, C)))  # residual stream
+        normed, proj = s.array("normed", (N, C)), s.array("proj", (N, C))
+        qkv, hidden = s.array("qkv", (N, 3 * C)), s.array("hidden", (N, M))
+        att = s.array("att", (N, H, hd))
         for layer, block in enumerate(self.blocks):
             np.matmul(layer_norm(x, c.ln_eps, out=normed), block.w_qkv, out=qkv)
             qkv[:, :C] *= self.q_scale
-            q, k, v = qkv.reshape(T, 3, H, hd).transpose(1, 2, 0, 3)  # each (H, T, hd)
-            cache.k[layer, :, P : P + T] = k
-            cache.v[layer, :, P : P + T] = v
-            att = attention(q, cache.k[layer, :, : P + T], cache.v[layer, :, : P + T], P, s)  # (T, H, hd)
-            x += np.matmul(att.reshape(T, C), block.w_o, out=proj)
+            q, k, v = qkv.reshape(N, 3, H, hd).transpose(1, 2, 0, 3)  # each (H, N, hd)
+            row = 0
+            for (_, cache), T, P in zip(segments, lengths, starts):
+                rows = slice(row, row + T)
+                cache.k[layer, :, P : P + T] = k[:, rows]
+                cache.v[layer, :, P : P + T] = v[:, rows]
+                attention(q[:, rows], cache.k[layer, :, : P + T], cache.v[layer, :, : P + T], P, s, att[rows])
+                row += T
+            x += np.matmul(att.reshape(N, C), block.w_o, out=proj)
             np.matmul(layer_norm(x, c.ln_eps, out=normed), block.w_fc, out=hidden)
-            x += np.matmul(gelu_(hidden, s.array("gelu", (T, M))), block.w_proj, out=proj)
+            x += np.matmul(gelu_(hidden, s.array("gelu", (N, M))), block.w_proj, out=proj)
             yield layer + 1
-        cache.length = P + T
+        for (_, cache), T, P in zip(segments, lengths, starts):
+            cache.length = P + T
 
-        out = x if all_logits else x[-1:]  # only the sampled position needs logits
-        logits = layer_norm(out, c.ln_eps, out=normed[: len(out)]) @ self.wte.T  # (T or 1, V)
-        return logits if all_logits else logits[0]
+        if all_logits:
+            assert len(segments) == 1, "all_logits is for one sequence"
+            return [layer_norm(x, c.ln_eps, out=normed) @ self.wte.T]  # (T, V)
+        last = np.cumsum(lengths) - 1  # only each sequence's last position is sampled
+        logits = layer_norm(x[last], c.ln_eps, out=normed[: len(last)]) @ self.wte.T  # (B, V)
+        return list(logits)
+
+
+def run_to_end(steps):
+    """Drive a forward_steps generator to its end; its return value."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as finished:
+            return finished.value
 
 
 class Scratch:
@@ -164,17 +190,16 @@ def causal_mask(n: int) -> np.ndarray:
     return mask
 
 
-def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, start: int, scratch: Scratch) -> np.ndarray:
-    """Causal attention for T queries at positions start..start+T-1.
+def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, start: int, scratch: Scratch, out: np.ndarray):
+    """Causal attention for T queries at positions start..start+T-1, into `out`.
 
-    q: (H, T, hd), already scaled; k, v: (H, start+T, hd), every key so far.
-    Returns (T, H, hd), the layout that merges heads for free. Queries go in
+    q: (H, T, hd), already scaled; k, v: (H, start+T, hd), every key so far;
+    out: (T, H, hd), the layout that merges heads for free. Queries go in
     blocks of ATTN_BLOCK, each looking only at the keys up to its own last
     position, so a long prompt never holds all H x T x T scores at once and
     skips most of the masked upper half of the work.
     """
     H, T, hd = q.shape
-    out = scratch.array("att", (T, H, hd))
     for i0 in range(0, T, ATTN_BLOCK):
         i1 = min(i0 + ATTN_BLOCK, T)
         n_keys = start + i1
@@ -190,4 +215,3 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, start: int, scratch: 
         head_out = out[i0:i1].transpose(1, 0, 2)  # (H, b, hd) view into out
         np.matmul(scores, v[:, :n_keys], out=head_out)
         head_out /= denom
-    return out

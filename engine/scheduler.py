@@ -1,13 +1,20 @@
-"""One engine thread, many callers: the factory's front desk.
+"""One engine thread, many callers: the factory's front desk and its bus.
 
 The model is not thread-safe and must not be: one thread owns it and every
 KV cache. Callers (web threads) `submit` a request and get a `Request` whose
 `events` queue the engine fills; they read it from their own thread and may
-`cancel` at any time. Requests are served one at a time in arrival order; a
-waiting request hears its place in line (`Queued`) each time it moves up.
+`cancel` at any time.
 
-Cancellation takes effect between two events of the running request -- at
-most one layer of prefill or one decode step -- and its cache is freed then.
+Continuous batching: each step admits waiting requests in arrival order
+while the running limit and the KV budget allow, then runs ONE model step for
+every running request together -- a decode token for each one typing, plus a
+chunk of a prompt being read within the step's token budget, so a long prompt
+shares steps instead of freezing everyone ("filling the bus"). A waiting
+request hears its place in line (`Queued`) each time it moves up.
+
+Cancellation takes effect at the next step boundary and frees the cache. A
+caller that stops reading is dropped once its bounded event buffer is full,
+instead of stalling the engine or growing memory.
 """
 
 import collections
@@ -15,12 +22,13 @@ import logging
 import queue
 import threading
 import time
-from contextlib import closing
+from dataclasses import dataclass
 
-from .events import Done, Failed, Prefilled, Queued, Token
-from .generate import check_request, generate
+from .errors import ParamError
+from .events import Done, Failed, Queued
 from .model import Model
 from .sampling import GREEDY, SamplingParams
+from .sequence import Sequence, check_request, step
 
 log = logging.getLogger(__name__)
 
@@ -33,23 +41,41 @@ class EngineStopped(Exception):
     """The engine thread is not running, so nothing can be served."""
 
 
+@dataclass(frozen=True)
+class Limits:
+    max_running: int = 16  # requests typing at once (the bus's seats)
+    max_waiting: int = 64  # requests allowed to wait in line
+    kv_budget_bytes: int = 1 << 30  # KV memory all running requests may come to hold
+    step_tokens: int = 64  # rows per step while someone is typing: bounds everyone's gap
+    idle_chunk: int = 1024  # prompt tokens per step when nobody is typing
+    event_buffer: int = 8192  # unread events before a silent reader is dropped
+
+
 class Request:
     """One submitted request: read `events` until Done or Failed arrives."""
 
     def __init__(self, scheduler: "Scheduler", prompt: str, max_tokens: int, sampling: SamplingParams,
-                 stop: tuple[str, ...], arrived: float):
+                 stop: tuple[str, ...], arrived: float, kv_need: int):
         self.prompt, self.max_tokens, self.sampling, self.stop = prompt, max_tokens, sampling, stop
-        self.arrived = arrived
+        self.arrived, self.kv_need = arrived, kv_need
         self.started: float | None = None  # when the engine took it out of the line
-        self.prompt_tokens = 0
-        self.token_times: list[float] = []  # for the metrics' inter-token histogram
-        self.events: queue.SimpleQueue = queue.SimpleQueue()
+        self.seq: Sequence | None = None
+        self.dropped = False  # its reader stopped reading; it has had its last event
+        self.events: queue.Queue = queue.Queue(scheduler.limits.event_buffer)
         self._scheduler = scheduler
         self._cancelled = threading.Event()
 
     @property
     def cancelled(self) -> bool:
         return self._cancelled.is_set()
+
+    @property
+    def prompt_tokens(self) -> int:
+        return 0 if self.seq is None else len(self.seq.ids)
+
+    @property
+    def token_times(self) -> list[float]:
+        return [] if self.seq is None else self.seq.token_times
 
     def cancel(self):
         """Stop this request wherever it is; a Done("cancelled") event follows
@@ -63,13 +89,13 @@ class Scheduler:
     (Done, including cancelled, or Failed), on the engine thread or the
     cancelling one; it must be quick and must not raise."""
 
-    def __init__(self, model: Model, max_waiting: int = 64, on_finish=None):
+    def __init__(self, model: Model, limits: Limits = Limits(), on_finish=None):
         self.model = model
-        self.max_waiting = max_waiting
+        self.limits = limits
         self.on_finish = on_finish or (lambda request, event: None)
-        self.kv_bytes = 0  # what the running request's cache holds now
         self._waiting: collections.deque[Request] = collections.deque()
-        self._running: Request | None = None
+        self._running: list[Request] = []
+        self._kv_reserved = 0  # worst-case KV bytes of the running requests
         self._wakeup = threading.Condition()
         self._stopping = False
         self._thread = threading.Thread(target=self._loop, name="engine", daemon=True)
@@ -85,7 +111,12 @@ class Scheduler:
 
     @property
     def running(self) -> int:
-        return 0 if self._running is None else 1
+        return len(self._running)
+
+    @property
+    def kv_bytes(self) -> int:
+        """What the running requests' caches hold now."""
+        return sum(r.seq.cache.bytes_used for r in list(self._running) if r.seq is not None)
 
     def submit(self, prompt: str, max_tokens: int, sampling: SamplingParams = GREEDY,
                arrived: float | None = None, stop: tuple[str, ...] = ()) -> Request:
@@ -93,12 +124,17 @@ class Scheduler:
         QueueFull when the line is at its limit and EngineStopped if the engine
         is gone -- all before anything is queued."""
         arrived = time.perf_counter() if arrived is None else arrived
-        check_request(self.model.config, prompt, max_tokens, sampling, stop)
-        request = Request(self, prompt, max_tokens, sampling, stop, arrived)
+        config = self.model.config
+        ids = check_request(config, prompt, max_tokens, sampling, stop)
+        kv_need = (len(ids) + min(max_tokens, config.n_ctx - len(ids))) * config.kv_bytes_per_token
+        if kv_need > self.limits.kv_budget_bytes:
+            raise ParamError("max_tokens", f"this request could hold {kv_need / 2**20:.0f} MiB of KV cache, more than "
+                                           f"the factory's budget of {self.limits.kv_budget_bytes / 2**20:.0f} MiB")
+        request = Request(self, prompt, max_tokens, sampling, stop, arrived, kv_need)
         with self._wakeup:
             if self._stopping or not self.alive:
                 raise EngineStopped("the engine is not running")
-            if len(self._waiting) >= self.max_waiting:
+            if len(self._waiting) >= self.limits.max_waiting:
                 raise QueueFull(f"{len(self._waiting)} requests are already waiting")
             self._waiting.append(request)
             request.events.put(Queued(time.perf_counter(), len(self._waiting)))
@@ -106,20 +142,22 @@ class Scheduler:
         return request
 
     def close(self, timeout: float | None = None):
-        """Stop the engine thread once the running request is over; waiting
-        requests are cancelled."""
+        """Stop the engine thread after its current step; every request still
+        waiting or running is cancelled."""
         with self._wakeup:
             self._stopping = True
-            abandoned = list(self._waiting)
+            abandoned = list(self._waiting) + list(self._running)
             self._wakeup.notify()
         for request in abandoned:
             request.cancel()
-        if self._running is not None:
-            self._running.cancel()
         self._thread.join(timeout)
+        for request in self._running:  # the thread has stopped: their step will not come
+            self._retire(request, Done(time.perf_counter(), "cancelled", None))
+        self._running.clear()
 
     def _withdraw(self, request: Request):
-        """Take a cancelled request out of the line, if it is still waiting."""
+        """Take a cancelled request out of the line, if it is still waiting;
+        a running one is retired by the engine at its next step."""
         with self._wakeup:
             if request not in self._waiting:
                 return
@@ -130,47 +168,103 @@ class Scheduler:
     def _announce_positions(self):
         now = time.perf_counter()
         for position, request in enumerate(self._waiting, start=1):
-            request.events.put(Queued(now, position))
+            self._deliver(request, Queued(now, position))
 
     def _loop(self):
         while True:
             with self._wakeup:
-                while not self._waiting and not self._stopping:
+                while not self._waiting and not self._running and not self._stopping:
                     self._wakeup.wait()
                 if self._stopping:
                     return
-                self._running = self._waiting.popleft()
-                self._running.started = time.perf_counter()
-                self._announce_positions()
-            try:
-                self._serve(self._running)
-            finally:
-                self._running, self.kv_bytes = None, 0
+                admitted = self._admit()
+            for request in admitted:
+                self._deliver(request, request.seq.tokenized_event())
+            self._step()
 
-    def _serve(self, request: Request):
-        """Run one request, relaying its events, until it ends or is cancelled."""
+    def _admit(self) -> list[Request]:
+        """Move requests from the line to the bus, in arrival order, while the
+        running limit and the KV budget allow (the first always fits alone)."""
+        admitted = []
+        while self._waiting and len(self._running) < self.limits.max_running:
+            request = self._waiting[0]
+            if self._running and self._kv_reserved + request.kv_need > self.limits.kv_budget_bytes:
+                break  # FIFO: nobody overtakes the request at the head of the line
+            self._waiting.popleft()
+            request.started = time.perf_counter()
+            request.seq = Sequence(self.model.config, request.prompt, request.max_tokens, request.sampling,
+                                   request.stop, request.arrived)
+            self._running.append(request)
+            self._kv_reserved += request.kv_need
+            admitted.append(request)
+        if admitted:
+            self._announce_positions()
+        return admitted
+
+    def _plan(self) -> list[tuple[Request, list[int]]]:
+        """This step's rows: one token for each request typing, then prompt
+        chunks in arrival order within the step's token budget."""
+        typing = [r for r in self._running if not r.seq.prefilling]
+        plan = [(r, r.seq.next_tokens(1)) for r in typing]
+        budget = self.limits.step_tokens - len(typing) if typing else self.limits.idle_chunk
+        for r in self._running:
+            if r.seq.prefilling and budget > 0:
+                tokens = r.seq.next_tokens(budget)
+                plan.append((r, tokens))
+                budget -= len(tokens)
+        return plan
+
+    def _step(self):
+        for request in [r for r in self._running if r.cancelled]:
+            self._retire(request, Done(time.perf_counter(), "cancelled", None))
+        if not self._running:
+            return
+        plan = self._plan()
+        owner = {id(r.seq): r for r, _ in plan}
         try:
-            with closing(generate(self.model, request.prompt, request.max_tokens, request.sampling,
-                                  request.arrived, request.stop)) as run:  # closing frees the KV cache at once
-                for event in run:
-                    if request.cancelled:
-                        return self._finish(request, Done(time.perf_counter(), "cancelled", None))
-                    if isinstance(event, (Prefilled, Token)):
-                        self.kv_bytes = event.kv_bytes
-                    if isinstance(event, Prefilled):
-                        request.prompt_tokens = event.prompt_tokens
-                    elif isinstance(event, Token):
-                        request.token_times.append(event.t)
-                    elif isinstance(event, Done):
-                        return self._finish(request, event)
-                    request.events.put(event)
-        except Exception as error:  # one request's failure must not stop the factory
-            log.exception("request failed")
-            self._finish(request, Failed(time.perf_counter(), f"the engine failed on this request: {error}"))
+            for seq, event in step(self.model, [(r.seq, tokens) for r, tokens in plan]):
+                request = owner[id(seq)]
+                if request.cancelled:
+                    continue  # nothing more after a cancel; retired at the next step boundary
+                if isinstance(event, Done):
+                    self._retire(request, event)
+                else:
+                    self._deliver(request, event)
+        except Exception as error:  # a failed step fails its riders, not the factory
+            log.exception("engine step failed")
+            message = f"the engine failed on this request: {error}"
+            for request, _ in plan:
+                if request in self._running:
+                    self._retire(request, Failed(time.perf_counter(), message))
+
+    def _retire(self, request: Request, event: Done | Failed):
+        """A running request is over: free its cache and announce its end."""
+        if request in self._running:
+            self._running.remove(request)
+            self._kv_reserved -= request.kv_need
+        if request.seq is not None:
+            request.seq.free()
+        self._finish(request, event)
+
+    def _deliver(self, request: Request, event):
+        """Hand an event to the request's reader without ever blocking the engine:
+        a reader whose buffer is full has stopped reading and is dropped, with
+        one Failed event saying so in place of what it did not read."""
+        if request.dropped:
+            return
+        try:
+            request.events.put_nowait(event)
+        except queue.Full:
+            request.dropped = True
+            request._cancelled.set()  # retired at the next step boundary
+            while not request.events.empty():
+                request.events.get_nowait()
+            request.events.put_nowait(Failed(time.perf_counter(), f"dropped: {self.limits.event_buffer} events "
+                                                                   "went unread (the client stopped reading)"))
 
     def _finish(self, request: Request, event: Done | Failed):
         try:
             self.on_finish(request, event)
         except Exception:
             log.exception("on_finish failed")  # bookkeeping must never lose the answer's end
-        request.events.put(event)
+        self._deliver(request, event)

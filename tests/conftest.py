@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 
-import engine.generate as generate_module
+import engine.sequence as sequence_module
 from app import create_app
 from app.server import make_threaded_server
 from app.worker import EXTENSION
@@ -32,21 +32,21 @@ class GatedModel(Model):
         super().__init__(config)
         self.gate = threading.Event()
 
-    def forward_steps(self, ids, cache, all_logits=False):
+    def forward_steps(self, segments, all_logits=False):
         assert self.gate.wait(10), "test gate never opened"
-        return (yield from super().forward_steps(ids, cache, all_logits))
+        return (yield from super().forward_steps(segments, all_logits))
 
 
 def slow_down(monkeypatch, model, seconds=0.005):
-    """Make each decode step of `model` take `seconds` longer, so a cancel or a
+    """Make each engine step of `model` take `seconds` longer, so a cancel or a
     disconnect reliably lands mid-answer (the tiny model types 100 tokens in ~10 ms)."""
-    step = model.forward
+    steps = model.forward_steps
 
-    def slow_step(*args, **kwargs):
+    def slow_steps(*args, **kwargs):
         time.sleep(seconds)
-        return step(*args, **kwargs)
+        return (yield from steps(*args, **kwargs))
 
-    monkeypatch.setattr(model, "forward", slow_step)
+    monkeypatch.setattr(model, "forward_steps", slow_steps)
 
 
 @pytest.fixture
@@ -64,7 +64,7 @@ def caches(monkeypatch):
             super().__init__(config)
             made.append(self)
 
-    monkeypatch.setattr(generate_module, "KVCache", Recorded)
+    monkeypatch.setattr(sequence_module, "KVCache", Recorded)
     return made
 
 

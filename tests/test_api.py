@@ -213,15 +213,15 @@ def test_health_says_503_when_the_engine_is_gone(lone_app):
 
 def test_a_failure_after_the_stream_started_goes_in_band(live_server, monkeypatch):
     model = live_server.engine.model
-    step, calls = model.forward, []
+    steps, calls = model.forward_steps, []
 
-    def breaks_on_the_third_step(*args, **kwargs):
+    def breaks_on_the_fourth_step(*args, **kwargs):  # prefill, then three decode steps
         calls.append(1)
-        if len(calls) == 3:
+        if len(calls) == 4:
             raise FloatingPointError("simulated fault in a decode step")
-        return step(*args, **kwargs)
+        return (yield from steps(*args, **kwargs))
 
-    monkeypatch.setattr(model, "forward", breaks_on_the_third_step)
+    monkeypatch.setattr(model, "forward_steps", breaks_on_the_fourth_step)
     body = json.dumps({"model": "tiny", "prompt": "hi", "max_tokens": 10, "stream": True}).encode()
     status, _, payload = raw_post(live_server, body)
     events = payload.decode().split("\n\n")[:-1]

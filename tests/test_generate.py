@@ -21,7 +21,7 @@ def test_events_arrive_in_order_with_honest_counts(tiny_model, caches):
     tokenized, prefilled, done = events[0], events[layers + 1], events[-1]
     ids = tokenizer.encode(prompt)
     assert tokenized.ids == ids and tokenized.pieces == [bytes([i]) for i in ids]
-    assert [e.layers_done for e in events[1 : layers + 1]] == list(range(1, layers + 1))
+    assert [e.fraction for e in events[1 : layers + 1]] == [i / layers for i in range(1, layers + 1)]
     per_token = tiny_model.config.kv_bytes_per_token
     assert prefilled.prompt_tokens == len(ids) and prefilled.kv_bytes == len(ids) * per_token
 

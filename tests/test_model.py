@@ -40,6 +40,25 @@ def test_chunked_prefill_matches_one_pass(tiny_model, monkeypatch):
     np.testing.assert_allclose(np.concatenate(pieces), expected, rtol=RTOL, atol=ATOL)
 
 
+def test_a_batched_step_gives_each_sequence_what_it_gets_alone(tiny_model):
+    """One step carrying a decode token, a prefill chunk over a cache, and a fresh prompt."""
+    histories = [prompt_ids(10, 1), prompt_ids(3, 2), []]
+    news = [prompt_ids(1, 3), prompt_ids(7, 4), prompt_ids(5, 5)]
+
+    def cache_with(history):
+        cache = KVCache(tiny_model.config)
+        if history:
+            tiny_model.forward(history, cache)
+        return cache
+
+    alone = [tiny_model.forward(new, cache_with(h)) for h, new in zip(histories, news)]
+    caches = [cache_with(h) for h in histories]
+    together = model_module.run_to_end(tiny_model.forward_steps(list(zip(news, caches))))
+    for a, b in zip(alone, together):
+        np.testing.assert_allclose(b, a, rtol=RTOL, atol=ATOL)
+    assert [c.length for c in caches] == [11, 10, 5]
+
+
 def test_everything_on_the_hot_path_stays_float32(tiny_model):
     cache = KVCache(tiny_model.config)
     logits = [tiny_model.forward(prompt_ids(20), cache), tiny_model.forward([65], cache)]

@@ -5,14 +5,16 @@ import time
 import pytest
 
 from engine.events import Done, Failed, Queued, Token
-from engine.scheduler import EngineStopped, QueueFull, Scheduler
+from engine.generate import complete
+from engine.scheduler import EngineStopped, Limits, QueueFull, Scheduler
 
 from .conftest import drain
 
 
 @pytest.fixture
 def desk(gated_model):
-    scheduler = Scheduler(gated_model, max_waiting=3)
+    """One seat on the bus, three places in line: the line's behaviour in isolation."""
+    scheduler = Scheduler(gated_model, Limits(max_running=1, max_waiting=3))
     yield scheduler
     gated_model.gate.set()
     scheduler.close(timeout=10)
@@ -91,10 +93,10 @@ def test_bad_requests_are_refused_at_the_door(desk):
 def test_one_failing_request_does_not_stop_the_factory(desk, gated_model, monkeypatch, caches):
     original = type(gated_model).forward_steps
 
-    def explode_on_sabotage(self, ids, cache, all_logits=False):
-        if bytes(ids[:8]) == b"sabotage":
+    def explode_on_sabotage(self, segments, all_logits=False):
+        if any(bytes(ids[:8]) == b"sabotage" for ids, _ in segments):
             raise RuntimeError("simulated fault")
-        return (yield from original(self, ids, cache, all_logits))
+        return (yield from original(self, segments, all_logits))
 
     monkeypatch.setattr(type(gated_model), "forward_steps", explode_on_sabotage)
     gated_model.gate.set()
@@ -105,7 +107,7 @@ def test_one_failing_request_does_not_stop_the_factory(desk, gated_model, monkey
 
 
 def test_a_closed_desk_refuses_work(gated_model):
-    scheduler = Scheduler(gated_model)
+    scheduler = Scheduler(gated_model, Limits(max_running=1))
     waiting_behind = [started(scheduler, scheduler.submit("held", 3)), scheduler.submit("waiting", 3)]
     gated_model.gate.set()
     scheduler.close(timeout=10)
@@ -113,3 +115,80 @@ def test_a_closed_desk_refuses_work(gated_model):
     assert all(isinstance(drain(r)[-1], Done) for r in waiting_behind)
     with pytest.raises(EngineStopped):
         scheduler.submit("too late", 3)
+
+
+def tokens_of(events):
+    return [e.id for e in events if isinstance(e, Token)]
+
+
+def test_requests_ride_the_bus_together_and_type_what_they_would_alone(gated_model):
+    prompts = ["Why is the sky blue?", "é", "a much longer question than the others, to read in chunks", "hi"]
+    scheduler = Scheduler(gated_model, Limits(max_running=4, step_tokens=16))
+    try:
+        requests = [scheduler.submit(p, 12) for p in prompts]
+        deadline = time.monotonic() + 5
+        while scheduler.running < 4:
+            assert time.monotonic() < deadline, "not all four were admitted"
+            time.sleep(0.001)
+        assert scheduler.waiting == 0
+        gated_model.gate.set()
+        runs = [drain(r) for r in requests]
+    finally:
+        scheduler.close(timeout=10)
+    for prompt, events in zip(prompts, runs):
+        assert tokens_of(events) == complete(gated_model, prompt, 12).token_ids
+        assert events[-1].finish_reason == "length"
+
+
+def test_the_kv_budget_holds_requests_in_line(gated_model, tiny_config):
+    per_request = (5 + 20) * tiny_config.kv_bytes_per_token  # "hello" and 20 new tokens, at most
+    scheduler = Scheduler(gated_model, Limits(max_running=8, kv_budget_bytes=2 * per_request))
+    try:
+        requests = [scheduler.submit("hello", 20) for _ in range(4)]
+        deadline = time.monotonic() + 5
+        while scheduler.running < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.001)
+        assert (scheduler.running, scheduler.waiting) == (2, 2)  # budget, not seats, is the limit
+        with pytest.raises(ValueError, match="more than the factory's budget"):
+            scheduler.submit("hello", 100)
+        gated_model.gate.set()
+        assert all(drain(r)[-1].finish_reason == "length" for r in requests)
+    finally:
+        scheduler.close(timeout=10)
+
+
+def test_a_long_prompt_is_read_in_chunks_while_others_keep_typing(tiny_model):
+    scheduler = Scheduler(tiny_model, Limits(max_running=4, step_tokens=8))
+    try:
+        typing = scheduler.submit("go", 100)
+        first = typing.events.get(timeout=10)
+        while not isinstance(first, Token):
+            first = typing.events.get(timeout=10)
+        reading = scheduler.submit("x" * 100, 3)
+        read_events = drain(reading)
+        typed = drain(typing)
+    finally:
+        scheduler.close(timeout=10)
+    tokenized = next(e.t for e in read_events if type(e).__name__ == "Tokenized")
+    prefilled = next(e.t for e in read_events if type(e).__name__ == "Prefilled")
+    typed_meanwhile = [e for e in typed if isinstance(e, Token) and tokenized < e.t < prefilled]
+    assert len(typed_meanwhile) >= 100 // 8 - 1  # a token per step while the prompt went in 7-token chunks
+    progress = [e.fraction for e in read_events if type(e).__name__ == "PrefillProgress"]
+    assert progress == sorted(progress) and progress[-1] == 1.0
+
+
+def test_a_reader_who_stops_reading_is_dropped(tiny_model, caches):
+    scheduler = Scheduler(tiny_model, Limits(event_buffer=10))
+    try:
+        silent = scheduler.submit("nobody reads this", 100)
+        deadline = time.monotonic() + 5
+        while scheduler.running or scheduler.waiting:
+            assert time.monotonic() < deadline, "the engine is still serving a silent reader"
+            time.sleep(0.005)
+        events = drain(silent)
+        assert len(events) == 1 and isinstance(events[0], Failed) and "went unread" in events[0].message
+        assert all(c.bytes_allocated == 0 for c in caches)
+        assert drain(scheduler.submit("next", 3))[-1].finish_reason == "length"
+    finally:
+        scheduler.close(timeout=10)

@@ -65,7 +65,7 @@ def test_events_become_messages_timed_from_arrival():
     messages = [wire.event_message(e, arrived) for e in [
         Queued(100.0005, 2),
         Tokenized(100.002, [72, 0xC3, 0xA9], [b"H", b"\xc3", b"\xa9"]),
-        PrefillProgress(100.3, 1, 2),
+        PrefillProgress(100.3, 0.5),
         Prefilled(100.5, 3, 3 * 1024),
         Token(100.6, 0, 65, "A", 3 * 1024),
         Done(100.8, "length", stats),

@@ -100,8 +100,8 @@ const HANDLERS = {
     setStatus("reading the prompt");
   },
   prefill_progress(msg) {
-    timeline.reading(run.tokenizedMs, msg.t_ms, msg.layers_done / msg.layers_total);
-    machines.set("read", "active", `layer ${msg.layers_done} of ${msg.layers_total}`);
+    timeline.reading(run.tokenizedMs, msg.t_ms, msg.fraction);
+    machines.set("read", "active", `${Math.round(msg.fraction * 100)} % read`);
   },
   prefilled(msg) {
     timeline.reading(run.tokenizedMs, msg.t_ms, 1, true);
