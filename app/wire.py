@@ -10,6 +10,7 @@ Server -> client (t_ms: milliseconds since the server received the request):
     queued {position}  tokenized {ids, pieces}  prefill_progress {fraction}
     prefilled {prompt_tokens, kv_bytes}  token {index, id, text, kv_bytes}
     done {finish_reason, stats | null}  error {message}
+    busy {message, retry_after_s}, then the socket closes with 1013
 """
 
 import json
@@ -141,6 +142,11 @@ def stats_message(stats: Stats) -> dict:
 
 def error_message(text: str) -> dict:
     return {"type": "error", "message": text}
+
+
+def busy_message(text: str, retry_after_s: int) -> dict:
+    """Sent before the server closes the socket with 1013 (try again later)."""
+    return {"type": "busy", "message": text, "retry_after_s": retry_after_s}
 
 
 def dumps(message: dict) -> str:

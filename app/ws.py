@@ -26,8 +26,10 @@ from .worker import metrics, scheduler
 sock = Sock()
 POLL_S = 0.05  # while a request runs, how often the socket is checked for cancel/disconnect
 GONE = (ConnectionClosed, OSError)  # a send to a dead socket raises either
-REFUSALS = {QueueFull: "the factory is busy: too many requests are waiting, try again soon",
-            EngineStopped: "the engine is not running; the server needs a restart"}
+REFUSALS = {EngineStopped: "the engine is not running; the server needs a restart"}
+BUSY = "the factory is busy: too many requests are waiting, try again soon"
+TRY_AGAIN_LATER = 1013  # the WebSocket close code for overload
+RETRY_AFTER_S = 2
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,11 @@ def handle(ws, raw, desk: Desk, running: Request | None = None):
                                 "\"done\" or send {\"type\": \"cancel\"} first")
     try:
         running = desk.engine.submit(message.prompt, message.max_tokens, message.sampling, time.perf_counter())
-    except (ValueError, QueueFull, EngineStopped) as e:
+    except QueueFull:
+        desk.on_reject()
+        send(ws, wire.busy_message(BUSY, RETRY_AFTER_S))
+        return ws.close(TRY_AGAIN_LATER, BUSY)  # the next receive sees the socket closed
+    except (ValueError, EngineStopped) as e:
         return refuse(ws, desk, REFUSALS.get(type(e), str(e)))
     relay(ws, running, desk)
 

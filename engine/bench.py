@@ -1,5 +1,9 @@
 """`python -m engine.bench`: the engine's speed against this machine's own floors.
 
+With `--concurrency 1,2,4,8` it measures the bus instead: B requests typing
+together, one batched decode step for all of them, against the floor of a
+B-row block through every weight matrix.
+
 The floors are measured in the same process, on the model's own weights,
 interleaved with the engine's runs so both see the same machine:
 
@@ -23,6 +27,9 @@ import numpy as np
 from .config import DEFAULT_PRESET, PRESETS, preset
 from .kv_cache import KVCache
 from .model import Model
+from .questions import question
+from .sequence import Sequence, step
+from .stopwatch import percentile
 
 TARGETS = {("decode", 256): 1.2, ("decode", 1024): 1.4, ("prefill", 256): 1.3, ("prefill", 1024): 1.75}
 
@@ -96,6 +103,47 @@ def run_bench(model: Model, sizes, repeats: int, kinds=("decode", "prefill"), ou
     return rows
 
 
+def batched_decode(model: Model, batch: int, steps: int):
+    """A function running one decode step for `batch` sequences typing together
+    (each holding a 64-token question), as the scheduler runs them."""
+    seqs = [Sequence(model.config, question(64), steps + 8) for _ in range(batch)]
+    for seq in seqs:  # read the prompts first, untimed
+        for _ in step(model, [(seq, seq.next_tokens(64))]):
+            pass
+
+    def run():
+        for _ in step(model, [(seq, seq.next_tokens(1)) for seq in seqs]):
+            pass
+
+    return run
+
+
+def run_concurrency(model: Model, batches, repeats: int, out=sys.stderr) -> list[dict]:
+    rows = []
+    for batch in batches:
+        engine_fn, floor_fn = batched_decode(model, batch, repeats + 1), weight_pass(model, batch)
+        engine_fn(), floor_fn()  # warm-up, not counted
+        engine_t, floor_t = [], []
+        for _ in range(repeats):
+            engine_t.append(timed(engine_fn))
+            floor_t.append(timed(floor_fn))
+        step_ms, floor_ms = statistics.median(engine_t) * 1e3, statistics.median(floor_t) * 1e3
+        rows.append({"batch": batch, "itl_p50_ms": step_ms, "itl_p99_ms": percentile(engine_t, 0.99) * 1e3,
+                     "person_tokens_per_s": 1e3 / step_ms, "factory_tokens_per_s": batch * 1e3 / step_ms,
+                     "floor_ms": floor_ms, "ratio": step_ms / floor_ms})
+        print(f"  batch {batch}: step {step_ms:.1f} ms vs floor {floor_ms:.1f} ms", file=out, flush=True)
+    return rows
+
+
+def format_concurrency(rows) -> str:
+    lines = [f"{'batch':>6} {'ITL p50':>8} {'ITL p99':>8} {'tok/s each':>11} {'tok/s factory':>14} "
+             f"{'floor ms':>9} {'ratio':>6}"]
+    for r in rows:
+        lines.append(f"{r['batch']:>6} {r['itl_p50_ms']:>8.1f} {r['itl_p99_ms']:>8.1f} {r['person_tokens_per_s']:>11.1f} "
+                     f"{r['factory_tokens_per_s']:>14.1f} {r['floor_ms']:>9.1f} {r['ratio']:>6.2f}")
+    return "\n".join(lines)
+
+
 def format_table(rows) -> str:
     lines = [f"{'what':>8} {'tokens':>7} {'engine ms':>10} {'floor ms':>9} {'ratio':>6} {'target':>7}"]
     for r in rows:
@@ -112,13 +160,21 @@ def main(argv=None):
                    help="decode context lengths and prefill prompt lengths (tokens)")
     p.add_argument("--repeats", type=int, default=7, help="timed repeats per case (median reported)")
     p.add_argument("--only", choices=["decode", "prefill"], help="run one kind of case")
+    p.add_argument("--concurrency", type=lambda v: [int(b) for b in v.split(",")], metavar="B,B,...",
+                   help="measure batched decode at these batch sizes instead (e.g. 1,2,4,8,16,32)")
     p.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
     args = p.parse_args(argv)
     config = preset(args.model)
-    if max(args.sizes) >= config.n_ctx or min(args.sizes) < 1:
+    if not args.concurrency and (max(args.sizes) >= config.n_ctx or min(args.sizes) < 1):
         p.error(f"sizes must be between 1 and {config.n_ctx - 1} for {args.model}")
+    if args.concurrency and min(args.concurrency) < 1:
+        p.error("--concurrency takes batch sizes >= 1")
     print(f"building {args.model} ({config.n_params / 1e6:.0f}M parameters)...", file=sys.stderr, flush=True)
     model = Model(config)
+    if args.concurrency:
+        rows = run_concurrency(model, args.concurrency, args.repeats)
+        print(json.dumps(rows, indent=1) if args.json else format_concurrency(rows))
+        return
     kinds = [args.only] if args.only else ["decode", "prefill"]
     rows = run_bench(model, args.sizes, args.repeats, kinds)
     print(json.dumps(rows, indent=1) if args.json else format_table(rows))

@@ -1,5 +1,6 @@
 import threading
 import time
+from contextlib import contextmanager
 from types import SimpleNamespace
 
 import pytest
@@ -78,15 +79,24 @@ def drain(request, timeout=10):
             return events
 
 
-@pytest.fixture(scope="module")
-def live_server():
-    """The real app (tiny model) on a free loopback port, served by threads."""
-    app = create_app({"MODEL": "tiny"})
+@contextmanager
+def running_server(config: dict):
+    """The real app with `config` on a free loopback port, served by threads."""
+    app = create_app(config)
     server = make_threaded_server(app, "127.0.0.1", 0)
     thread = threading.Thread(target=server.serve_forever, name="test-server", daemon=True)
     thread.start()
     base = f"127.0.0.1:{server.server_port}"
-    yield SimpleNamespace(http=f"http://{base}", ws=f"ws://{base}/ws", app=app, engine=app.extensions[EXTENSION])
-    server.shutdown()
-    server.server_close()
-    app.extensions[EXTENSION].close(timeout=10)
+    try:
+        yield SimpleNamespace(http=f"http://{base}", ws=f"ws://{base}/ws", app=app, engine=app.extensions[EXTENSION])
+    finally:
+        server.shutdown()
+        server.server_close()
+        app.extensions[EXTENSION].close(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def live_server():
+    """The real app (tiny model) shared by a module's tests."""
+    with running_server({"MODEL": "tiny"}) as server:
+        yield server

@@ -50,3 +50,15 @@ def test_bench_compares_the_engine_with_the_floors():
     rows = json.loads(out.stdout)
     assert [(r["kind"], r["tokens"]) for r in rows] == [("decode", 8), ("decode", 32), ("prefill", 8), ("prefill", 32)]
     assert all(r["engine_ms"] > 0 and r["floor_ms"] > 0 and r["ratio"] == r["engine_ms"] / r["floor_ms"] for r in rows)
+
+
+def test_bench_measures_the_bus_at_each_batch_size():
+    out = run("engine.bench", "--model", "tiny", "--concurrency", "1,3", "--repeats", "2", "--json")
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)
+    assert [r["batch"] for r in rows] == [1, 3]
+    for r in rows:
+        assert r["factory_tokens_per_s"] == pytest.approx(r["batch"] * r["person_tokens_per_s"])
+        assert r["itl_p99_ms"] >= r["itl_p50_ms"] > 0 and r["floor_ms"] > 0
+    bad = run("engine.bench", "--model", "tiny", "--concurrency", "0")
+    assert bad.returncode == 2 and "batch sizes >= 1" in bad.stderr

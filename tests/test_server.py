@@ -18,7 +18,7 @@ from simple_websocket import Client, ConnectionClosed
 from app import create_app
 from app.worker import EXTENSION
 
-from .conftest import slow_down
+from .conftest import running_server, slow_down
 from .test_ws import BAD_INPUTS
 
 
@@ -150,6 +150,16 @@ def test_an_oversized_message_closes_with_1009(live_server):
         while True:
             assert ws.receive(timeout=10) is not None, "the server kept the connection open"
     assert ws.close_reason == 1009
+
+
+def test_a_full_line_closes_the_socket_with_1013():
+    with running_server({"MODEL": "tiny", "MAX_WAITING": 0}) as server:
+        ws = Client.connect(server.ws)
+        ws.send(json.dumps({"type": "generate", "prompt": "hello?"}))
+        busy = json.loads(ws.receive(timeout=10))
+        with pytest.raises(ConnectionClosed):
+            ws.receive(timeout=10)
+    assert busy["type"] == "busy" and busy["retry_after_s"] == 2 and ws.close_reason == 1013
 
 
 def upgrade_status(live_server, origin):

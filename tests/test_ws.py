@@ -8,7 +8,7 @@ import pytest
 from simple_websocket import ConnectionClosed
 
 from app.ws import Desk, serve_socket
-from engine.scheduler import Scheduler
+from engine.scheduler import Limits, Scheduler
 
 from .conftest import slow_down
 
@@ -29,6 +29,7 @@ class FakeSocket:
     def __init__(self, *script, fail_send_after=None):
         self.script = collections.deque(script)
         self.sent = []
+        self.closed_with = None
         self.fail_send_after = fail_send_after
 
     def receive(self, timeout=None):
@@ -46,6 +47,10 @@ class FakeSocket:
         if timeout is None:
             raise ConnectionClosed(1000, "the test client left")
         return None
+
+    def close(self, reason=None, message=None):
+        self.closed_with = reason
+        self.script.clear()  # a closed socket receives nothing more
 
     def send(self, data):
         if self.fail_send_after is not None and len(self.sent) >= self.fail_send_after:
@@ -176,3 +181,13 @@ def _wait_idle(engine, timeout=5):
     while not idle(engine):
         assert time.monotonic() < deadline, "the engine is still busy with a request nobody reads"
         time.sleep(0.005)
+
+
+def test_a_full_line_says_busy_and_closes_with_1013(tiny_model):
+    engine = Scheduler(tiny_model, Limits(max_waiting=0))
+    try:
+        ws = FakeSocket(generate("anyone there?"), generate("never read"))
+        serve_socket(ws, Desk(engine, max_tokens=100, default_max_tokens=8))
+    finally:
+        engine.close(timeout=10)
+    assert ws.types() == ["busy"] and ws.closed_with == 1013 and ws.sent[0]["retry_after_s"] == 2

@@ -25,9 +25,11 @@ let run = null; // the request in flight: { enter, times, serverTimes, text, tok
 
 const socket = new FactorySocket({
   onOpen: () => { setStatus("ready"); updateButtons(); },
-  onClose: () => {
+  onClose: (e) => {
     if (run) finish("the connection dropped, so this request was lost", true);
-    setStatus("disconnected — reconnecting…", true);
+    // 1013: the server said it was too busy (its "busy" message came first)
+    if (e.code === 1013) setStatus("the factory is busy — try again in a moment", true);
+    else setStatus("disconnected — reconnecting…", true);
     updateButtons();
   },
   onMessage,
@@ -141,6 +143,9 @@ const HANDLERS = {
     finish(msg.finish_reason === "cancelled" ? "cancelled" : `done: ${msg.stats.output_tokens} tokens in ${(msg.stats.total_ms / 1000).toFixed(2)} s`);
   },
   error(msg) {
+    finish(msg.message, true);
+  },
+  busy(msg) {
     finish(msg.message, true);
   },
 };
