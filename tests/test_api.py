@@ -3,10 +3,13 @@
 import http.client
 import json
 import socket
+import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 
 import openai
 import pytest
+from simple_websocket import Client
 
 from app import create_app
 from app.worker import EXTENSION
@@ -157,7 +160,6 @@ def test_models_health_and_metrics(live_server, client):
     client.completions.create(model="tiny", prompt="hi", max_tokens=5)
     with pytest.raises(openai.BadRequestError):
         client.completions.create(model="tiny", prompt="", max_tokens=5)
-    from simple_websocket import Client
     ws = Client.connect(live_server.ws)  # the page's requests count too
     ws.send(json.dumps({"type": "generate", "prompt": "hi", "max_tokens": 3}))
     while json.loads(ws.receive(timeout=10))["type"] != "done":
@@ -230,3 +232,35 @@ def test_a_failure_after_the_stream_started_goes_in_band(live_server, monkeypatc
     assert "simulated fault" in error["message"] and error["code"] == 500
     assert sum('"choices"' in e for e in events) == 3  # the tokens made before the fault were delivered
     assert live_server.engine.alive
+
+
+def test_many_clients_at_once_all_complete(live_server, monkeypatch):
+    """Three page visitors and three API clients at the same time share the engine's steps."""
+    slow_down(monkeypatch, live_server.engine.model, seconds=0.002)
+
+    def visitor(i):
+        ws = Client.connect(live_server.ws)
+        try:
+            ws.send(json.dumps({"type": "generate", "prompt": f"visitor {i}", "max_tokens": 30}))
+            messages = []
+            while not messages or messages[-1]["type"] not in ("done", "error"):
+                messages.append(json.loads(ws.receive(timeout=30)))
+            return sum(m["type"] == "token" for m in messages), messages[-1]["stats"]["output_tokens"]
+        finally:
+            ws.close()
+
+    def api_client(i):
+        client = openai.OpenAI(base_url=live_server.http + "/v1", api_key="EMPTY", max_retries=0, timeout=30)
+        chunks = list(client.completions.create(model="tiny", prompt=f"client {i}", max_tokens=30, stream=True,
+                                                stream_options={"include_usage": True}))
+        return sum(1 for c in chunks if c.choices), chunks[-1].usage.completion_tokens
+
+    peak = []
+    with ThreadPoolExecutor(6) as pool:
+        futures = [pool.submit(visitor, i) for i in range(3)] + [pool.submit(api_client, i) for i in range(3)]
+        while not all(f.done() for f in futures):
+            peak.append(live_server.engine.running)
+            time.sleep(0.002)
+        results = [f.result() for f in futures]
+    assert results == [(30, 30)] * 6
+    assert max(peak) > 1  # they rode the bus together, not one after another
