@@ -34,6 +34,7 @@ def page_config() -> dict:
         "n_ctx": model.n_ctx,
         "n_params": model.n_params,
         "kv_bytes_per_token": model.kv_bytes_per_token,
+        "kv_budget_bytes": c["KV_BUDGET_BYTES"],
         "max_tokens_limit": c["MAX_TOKENS_LIMIT"],
         "default_max_tokens": c["DEFAULT_MAX_TOKENS"],
         "presets": {str(n): question(n) for n in SEED_SIZES},

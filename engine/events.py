@@ -67,6 +67,18 @@ class Token:
     text: str
     kv_bytes: int
     finish_reason: str | None = None
+    floor: "Floor | None" = None  # the factory at this step, when a scheduler served it
+
+
+@dataclass(frozen=True)
+class Floor:
+    """The factory floor at one step, as seen by each rider: how many
+    requests shared the step, the tokens the whole factory has typed so far,
+    and the KV bytes all running requests hold."""
+
+    batch: int
+    factory_tokens: int
+    factory_kv_bytes: int
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,10 @@ import logging
 import queue
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .errors import ParamError
-from .events import Done, Failed, Queued
+from .events import Done, Failed, Floor, Queued, Token
 from .model import Model
 from .sampling import GREEDY, SamplingParams
 from .sequence import Sequence, check_request, step
@@ -96,6 +96,7 @@ class Scheduler:
         self._waiting: collections.deque[Request] = collections.deque()
         self._running: list[Request] = []
         self._kv_reserved = 0  # worst-case KV bytes of the running requests
+        self.tokens_made = 0  # by the whole factory, since it started
         self._wakeup = threading.Condition()
         self._stopping = False
         self._thread = threading.Thread(target=self._loop, name="engine", daemon=True)
@@ -221,11 +222,18 @@ class Scheduler:
             return
         plan = self._plan()
         owner = {id(r.seq): r for r, _ in plan}
+        typed = sum(1 for r, tokens in plan if r.seq.read + len(tokens) >= len(r.seq.ids))  # tokens this step makes
+        floor = None  # the step's Floor, made at its first token
         try:
             for seq, event in step(self.model, [(r.seq, tokens) for r, tokens in plan]):
                 request = owner[id(seq)]
                 if request.cancelled:
                     continue  # nothing more after a cancel; retired at the next step boundary
+                if isinstance(event, Token):
+                    if floor is None:
+                        self.tokens_made += typed
+                        floor = Floor(len(plan), self.tokens_made, self.kv_bytes)
+                    event = replace(event, floor=floor)
                 if isinstance(event, Done):
                     self._retire(request, event)
                 else:

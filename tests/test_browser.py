@@ -54,18 +54,25 @@ def ask(page, prompt, max_tokens):
 def test_a_question_answered_live(page, live_server):
     ask(page, PROMPT, 24)
     expect(page.locator("#status")).to_have_text(re.compile(r"^done: 24 tokens"))
+    page.wait_for_function("() => document.getElementById('timeline').data[3].x.length === 24")  # charts drawn
     timeline = page.evaluate("() => document.getElementById('timeline').data.map(t => t.x.length)")
     read_bar = page.evaluate("() => document.getElementById('timeline').data[1].x[0]")
-    assert timeline == [1, 1, 1, 24, 24]  # wait, read, chop; one decode tick and one arrival tick per token
+    # wait, read, chop; one decode tick and one arrival tick per token; the bus size at each step
+    assert timeline == [1, 1, 1, 24, 24, 24]
     assert read_bar > 0
+    assert page.evaluate("() => document.getElementById('timeline').data[5].y") == [1] * 24  # alone on the bus
     per_token = live_server.engine.model.config.kv_bytes_per_token
     kv_last = page.evaluate("() => { const d = document.getElementById('kvchart').data[0]; return [d.x.at(-1), d.y.at(-1)]; }")
     assert kv_last[0] == 20 + 23  # the prompt and 23 decoded tokens held when the last token came out
     assert kv_last[1] * 1024 * 1024 == pytest.approx((20 + 23) * per_token)
+    factory_last = page.evaluate("() => document.getElementById('kvchart').data[3].y.at(-1)")
+    assert factory_last == pytest.approx(kv_last[1])  # alone, the factory holds just this notebook
     assert page.locator("#chips .chip").count() == 20
     assert page.inner_text("#answer-count") == "24 tokens"
     ttft = page.locator("#stopwatches tbody tr").first.locator("td")
     assert all(re.fullmatch(r"[\d.]+ ms", ttft.nth(i).inner_text()) for i in (0, 1))
+    factory = page.locator("#stopwatches tbody tr").last
+    assert "whole factory" in factory.inner_text() and re.search(r"[\d.]+ tok/s", factory.inner_text())
     rows = page.locator("#results tbody tr")
     assert rows.count() == 1 and rows.first.locator("td").first.inner_text() == "20"
     assert page.errors == []

@@ -138,6 +138,11 @@ def test_requests_ride_the_bus_together_and_type_what_they_would_alone(gated_mod
     for prompt, events in zip(prompts, runs):
         assert tokens_of(events) == complete(gated_model, prompt, 12).token_ids
         assert events[-1].finish_reason == "length"
+    floors = [[e.floor for e in events if isinstance(e, Token)] for events in runs]
+    assert max(f.batch for fs in floors for f in fs) == 4  # steps shared by all four
+    assert all([f.factory_tokens for f in fs] == sorted({f.factory_tokens for f in fs}) for fs in floors)
+    assert max(f.factory_tokens for fs in floors for f in fs) == 4 * 12  # every token the factory typed
+    assert all(f.factory_kv_bytes >= 0 for fs in floors for f in fs)
 
 
 def test_the_kv_budget_holds_requests_in_line(gated_model, tiny_config):

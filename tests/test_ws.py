@@ -102,6 +102,9 @@ def test_a_request_streams_its_events_in_order(engine, serve):
     per_token = engine.model.config.kv_bytes_per_token
     assert [t["kv_bytes"] for t in tokens] == [(20 + i) * per_token for i in range(5)]
     assert all(isinstance(t["text"], str) for t in tokens)
+    assert [t["batch"] for t in tokens] == [1] * 5  # alone on the bus
+    assert [t["factory_kv_bytes"] for t in tokens] == [t["kv_bytes"] for t in tokens]
+    assert [t["factory_tokens"] for t in tokens] == list(range(tokens[0]["factory_tokens"], tokens[0]["factory_tokens"] + 5))
     times = [m["t_ms"] for m in ws.sent]
     assert times == sorted(times) and times[0] >= 0
     assert ws.sent[-1]["finish_reason"] == "length" and ws.sent[-1]["stats"]["output_tokens"] == 5

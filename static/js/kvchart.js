@@ -1,22 +1,24 @@
 // The KV cache live: bytes held against tokens held, one point per step,
-// beside the 72 KiB-per-token slope, with the context's capacity written out.
+// beside the 72 KiB-per-token slope, with the context's capacity written out;
+// and what the whole factory holds at each of those steps, against its budget.
 
 import { onNextFrame, throttledToFrames } from "./frame.js";
 import { theme, baseLayout, PLOT_CONFIG, onSchemeChange } from "./theme.js";
 
 const { Plotly } = window;
 const MIB = 1024 * 1024;
-const HELD = 0, SLOPE = 1, FREED = 2;
+const HELD = 0, SLOPE = 1, FREED = 2, FACTORY = 3;
 
 function mib(bytes) {
   return bytes / MIB;
 }
 
 class KvChart {
-  constructor(el, { nCtx, bytesPerToken }) {
+  constructor(el, { nCtx, bytesPerToken, budgetBytes }) {
     this.el = el;
     this.nCtx = nCtx;
     this.perToken = bytesPerToken;
+    this.budget = budgetBytes;
     this.schedule = throttledToFrames(() => this.flush());
     this.reset();
     onSchemeChange(() => this.applyTheme());
@@ -25,6 +27,7 @@ class KvChart {
   reset() {
     this.pending = [];
     this.held = { x: [], y: [], text: [] };
+    this.factory = { x: [], y: [] };
     this.maxTokens = 0;
     const t = theme();
     const traces = [
@@ -34,6 +37,8 @@ class KvChart {
         x: [], y: [], hoverinfo: "skip", line: { color: t.muted, dash: "dash", width: 1 } },
       { type: "scatter", mode: "markers+text", name: "freed when the request ended", x: [], y: [], text: [],
         textposition: "top left", hoverinfo: "skip", marker: { symbol: "x", size: 10, color: t.deliver } },
+      { type: "scatter", mode: "lines", name: "the whole factory holds", x: [], y: [],
+        hovertemplate: "factory: %{y:.2f} MiB<extra></extra>", line: { color: t.read, width: 1.5, dash: "dot" } },
     ];
     const layout = {
       ...baseLayout(t),
@@ -48,20 +53,22 @@ class KvChart {
   capacityNote(t) {
     const capacity = mib(this.nCtx * this.perToken);
     const used = this.maxTokens ? ` · this request: ${this.maxTokens} tokens = ${(100 * this.maxTokens / this.nCtx).toFixed(1)} % of it` : "";
+    const budget = `<br>factory budget: ${mib(this.budget).toFixed(0)} MiB for everyone's notebooks`;
     return { xref: "paper", yref: "paper", x: 0, y: 0.98, xanchor: "left", yanchor: "top", showarrow: false,
              align: "left", font: { size: 11, color: t.muted },
-             text: `context capacity: ${this.nCtx.toLocaleString("en")} tokens = ${capacity.toFixed(capacity < 10 ? 2 : 0)} MiB${used}` };
+             text: `context capacity: ${this.nCtx.toLocaleString("en")} tokens = ${capacity.toFixed(capacity < 10 ? 2 : 0)} MiB${used}${budget}` };
   }
 
   applyTheme() {
     const t = theme();
-    Plotly.update(this.el, { "line.color": [t.type, t.muted, t.deliver], "marker.color": [t.type, t.muted, t.deliver] },
+    Plotly.update(this.el, { "line.color": [t.type, t.muted, t.deliver, t.read], "marker.color": [t.type, t.muted, t.deliver, t.read] },
       { "font.color": t.fg, "xaxis.gridcolor": t.grid, "yaxis.gridcolor": t.grid, annotations: [this.capacityNote(t)] });
   }
 
-  // The cache holds `bytes` with `tokens` positions filled.
-  point(tokens, bytes) {
-    this.pending.push([tokens, bytes]);
+  // The cache holds `bytes` with `tokens` positions filled; the factory's
+  // caches hold `factoryBytes` (undefined when the server did not say).
+  point(tokens, bytes, factoryBytes) {
+    this.pending.push([tokens, bytes, factoryBytes]);
     this.schedule();
   }
 
@@ -69,17 +76,22 @@ class KvChart {
   // software-rendered browser), so the points, the slope and the note go together.
   flush() {
     if (!this.pending.length) return;
-    for (const [n, b] of this.pending) {
+    for (const [n, b, f] of this.pending) {
       this.held.x.push(n);
       this.held.y.push(mib(b));
       this.held.text.push(`${n} tokens: ${mib(b).toFixed(2)} MiB (${b.toLocaleString("en")} bytes)`);
+      if (f !== undefined) {
+        this.factory.x.push(n);
+        this.factory.y.push(mib(f));
+      }
       this.maxTokens = Math.max(this.maxTokens, n);
     }
     this.pending = [];
     Plotly.update(this.el,
-      { x: [this.held.x, [0, this.maxTokens]], y: [this.held.y, [0, mib(this.maxTokens * this.perToken)]],
-        hovertext: [this.held.text, []] },
-      { annotations: [this.capacityNote(theme())] }, [HELD, SLOPE]);
+      { x: [this.held.x, [0, this.maxTokens], this.factory.x],
+        y: [this.held.y, [0, mib(this.maxTokens * this.perToken)], this.factory.y],
+        hovertext: [this.held.text, [], []] },
+      { annotations: [this.capacityNote(theme())] }, [HELD, SLOPE, FACTORY]);
   }
 
   // The request ended and its cache went back to the allocator.

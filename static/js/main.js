@@ -17,11 +17,12 @@ const form = $("ask"), promptBox = $("prompt"), answer = $("answer"), status = $
 
 const machines = new Machines($("machines"));
 const timeline = new Timeline($("timeline"));
-const kv = new KvChart($("kvchart"), { nCtx: config.n_ctx, bytesPerToken: config.kv_bytes_per_token });
+const kv = new KvChart($("kvchart"),
+  { nCtx: config.n_ctx, bytesPerToken: config.kv_bytes_per_token, budgetBytes: config.kv_budget_bytes });
 const watches = new Stopwatches($("stopwatches"));
 watches.show(null, null);
 
-let run = null; // the request in flight: { enter, times, serverTimes, text, tokenizedMs, tokens }
+let run = null; // the request in flight: { enter, times, serverTimes, text, tokenizedMs, tokens, factory }
 
 const socket = new FactorySocket({
   onOpen: () => { setStatus("ready"); updateButtons(); },
@@ -54,7 +55,8 @@ function start(event) {
   if (run || !socket.open) return;
   // Stamp Enter and send first: redrawing the views takes the page a while,
   // and that is the page's time, not the factory's.
-  run = { enter: performance.now(), times: [], serverTimes: [], pendingText: "", tokenizedMs: 0, tokens: 0 };
+  run = { enter: performance.now(), times: [], serverTimes: [], pendingText: "", tokenizedMs: 0, tokens: 0,
+          factory: [] };
   socket.send({
     type: "generate",
     prompt: promptBox.value,
@@ -79,6 +81,14 @@ function finish(message, isError = false) {
   run = null;
   setStatus(message, isError);
   updateButtons();
+}
+
+// The whole factory's tokens/s while this answer was typed, from the
+// factory's token count at each of this request's steps (server clock).
+function factoryFigures(current) {
+  const f = current.factory;
+  if (f.length < 2 || f.at(-1)[0] <= f[0][0]) return { factory_tokens_per_s: null };
+  return { factory_tokens_per_s: (f.at(-1)[1] - f[0][1]) / ((f.at(-1)[0] - f[0][0]) / 1000) };
 }
 
 function gapLabel(times) {
@@ -117,10 +127,12 @@ const HANDLERS = {
     run.serverTimes.push(msg.t_ms);
     run.tokens += 1;
     run.pendingText += msg.text;
+    if (msg.factory_tokens !== undefined) run.factory.push([msg.t_ms, msg.factory_tokens]);
     const kvMiB = (msg.kv_bytes / 1048576).toFixed(2);
-    const what = `#${msg.index} ${JSON.stringify(msg.text)} (id ${msg.id}) · KV ${kvMiB} MiB`;
-    timeline.token(msg.t_ms, browserMs, what + gapLabel(run.serverTimes), what + gapLabel(run.times));
-    kv.point(msg.kv_bytes / config.kv_bytes_per_token, msg.kv_bytes);
+    const bus = msg.batch > 1 ? ` · shared with ${msg.batch - 1} other request${msg.batch > 2 ? "s" : ""}` : "";
+    const what = `#${msg.index} ${JSON.stringify(msg.text)} (id ${msg.id}) · KV ${kvMiB} MiB${bus}`;
+    timeline.token(msg.t_ms, browserMs, what + gapLabel(run.serverTimes), what + gapLabel(run.times), msg.batch ?? 1);
+    kv.point(msg.kv_bytes / config.kv_bytes_per_token, msg.kv_bytes, msg.factory_kv_bytes);
     const current = run;
     onNextFrame(() => {
       answer.append(current.pendingText); // a text node: model output never becomes markup
@@ -128,16 +140,17 @@ const HANDLERS = {
       $("answer-count").textContent = `${current.tokens} tokens`;
       machines.set("type", current === run ? "active" : "done", `${current.tokens} typed`);
       machines.set("deliver", current === run ? "active" : "done", `${current.tokens} delivered`);
-      watches.show(null, summarize(current.times));
+      watches.show(factoryFigures(current), summarize(current.times));
     });
   },
   done(msg) {
     const current = run;
     kv.freed();
     onNextFrame(() => {
+      timeline.flushTokens(); // the last ticks now, not at the next chart slot
       machines.set("type", "done");
       machines.set("deliver", "done");
-      watches.show(msg.stats, summarize(current.times));
+      watches.show(msg.stats && { ...msg.stats, ...factoryFigures(current) }, summarize(current.times));
     });
     if (msg.stats) addResultRow($("results"), msg.stats);
     finish(msg.finish_reason === "cancelled" ? "cancelled" : `done: ${msg.stats.output_tokens} tokens in ${(msg.stats.total_ms / 1000).toFixed(2)} s`);

@@ -1,5 +1,7 @@
 // The stopwatches panel: server figures (from the engine's "done") beside the
-// browser's own (from arrival times), same definitions, labelled apart.
+// browser's own (from arrival times), same definitions, labelled apart. The
+// whole factory's tokens/s (everyone's tokens while yours were typed) sits
+// beside this person's: the two throughputs, never mixed.
 
 const ROWS = [
   ["TTFT", "ttft_ms", "ms"],
@@ -10,6 +12,7 @@ const ROWS = [
   ["tokens/s for you", "person_tokens_per_s", "/s"],
   ["typing speed (n−1)/(last−first)", "decode_tokens_per_s", "/s"],
   ["check: TTFT + (n−1)·gap p50", "predicted_total_ms", "ms"],
+  ["tokens/s for the whole factory", "factory_tokens_per_s", "/s"],
 ];
 
 function format(value, unit) {

@@ -2,12 +2,13 @@
 // the chop mark, the prefill bar (growing as the Reader works) and one tick
 // per decode step on the server's clock. Row "browser": one tick per token
 // as it arrived here. The distance between the two rows is the network.
+// A line on the right axis counts the requests that shared each step: the bus.
 
 import { onNextFrame, throttledToFrames } from "./frame.js";
 import { theme, baseLayout, PLOT_CONFIG, onSchemeChange } from "./theme.js";
 
 const { Plotly } = window;
-const WAIT = 0, READ = 1, CHOP = 2, SERVER = 3, BROWSER = 4;
+const WAIT = 0, READ = 1, CHOP = 2, SERVER = 3, BROWSER = 4, BUS = 5;
 
 class Timeline {
   constructor(el) {
@@ -31,6 +32,9 @@ class Timeline {
         marker: { symbol: "diamond", size: 11, color: t.chop } },
       ticks("type (decode), server clock", t.type),
       ticks("delivered, browser clock", t.deliver),
+      { type: "scatter", mode: "lines", name: "requests sharing the step (the bus)", x: [], y: [], hovertext: [],
+        yaxis: "y2",
+        line: { shape: "hv", color: t.muted, width: 1.5 }, hovertemplate: "%{y} on the bus<extra></extra>" },
     ];
     const layout = {
       ...baseLayout(t),
@@ -39,13 +43,15 @@ class Timeline {
       xaxis: { title: { text: "ms since Enter" }, rangemode: "tozero", gridcolor: t.grid, zeroline: false },
       yaxis: { type: "category", categoryorder: "array", categoryarray: ["browser", "server"],
                range: [-0.5, 1.5], fixedrange: true, gridcolor: t.grid },
+      yaxis2: { overlaying: "y", side: "right", rangemode: "tozero", fixedrange: true, showgrid: false,
+                title: { text: "on the bus" }, dtick: 1 },
     };
     Plotly.react(this.el, traces, layout, PLOT_CONFIG);
   }
 
   applyTheme() {
     const t = theme();
-    Plotly.update(this.el, { "marker.color": [t.wait, t.read, t.chop, t.type, t.deliver] },
+    Plotly.update(this.el, { "marker.color": [t.wait, t.read, t.chop, t.type, t.deliver, t.muted] },
       { "font.color": t.fg, "xaxis.gridcolor": t.grid, "yaxis.gridcolor": t.grid });
   }
 
@@ -67,9 +73,10 @@ class Timeline {
     onNextFrame(() => this.restyle(READ, { y: [["server"]], base: [[start]], x: [[now - start]], hovertext: [[label]] }));
   }
 
-  // One token: its decode tick (server ms) and its arrival tick (browser ms).
-  token(serverMs, browserMs, serverLabel, browserLabel) {
-    this.pending.server.push([serverMs, serverLabel]);
+  // One token: its decode tick (server ms), its arrival tick (browser ms)
+  // and how many requests shared its step.
+  token(serverMs, browserMs, serverLabel, browserLabel, batch) {
+    this.pending.server.push([serverMs, serverLabel, batch]);
     this.pending.browser.push([browserMs, browserLabel]);
     this.scheduleTokens();
   }
@@ -79,10 +86,10 @@ class Timeline {
     if (!server.length) return;
     const col = (rows, k) => rows.map((r) => r[k]);
     Plotly.extendTraces(this.el, {
-      x: [col(server, 0), col(browser, 0)],
-      y: [server.map(() => "server"), browser.map(() => "browser")],
-      hovertext: [col(server, 1), col(browser, 1)],
-    }, [SERVER, BROWSER]);
+      x: [col(server, 0), col(browser, 0), col(server, 0)],
+      y: [server.map(() => "server"), browser.map(() => "browser"), col(server, 2)],
+      hovertext: [col(server, 1), col(browser, 1), col(server, 1)],
+    }, [SERVER, BROWSER, BUS]);
     this.pending = { server: [], browser: [] };
   }
 }
