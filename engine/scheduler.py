@@ -46,7 +46,7 @@ class Limits:
     max_running: int = 16  # requests typing at once (the bus's seats)
     max_waiting: int = 64  # requests allowed to wait in line
     kv_budget_bytes: int = 1 << 30  # KV memory all running requests may come to hold
-    step_tokens: int = 64  # rows per step while someone is typing: bounds everyone's gap
+    step_tokens: int = 32  # rows per step while someone is typing: bounds everyone's gap
     idle_chunk: int = 1024  # prompt tokens per step when nobody is typing
     event_buffer: int = 8192  # unread events before a silent reader is dropped
 
