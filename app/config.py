@@ -17,6 +17,7 @@ DEFAULTS = {
     "KV_BUDGET_BYTES": 1 << 30,  # KV cache all running requests may come to hold (admission waits beyond it)
     "STEP_TOKENS": 32,  # rows per engine step while someone types: a long prompt is read this much at a time
     "EVENT_BUFFER": 8192,  # unread events before a client that stopped reading is dropped
+    "REQUEST_TIMEOUT_S": 600,  # a request unfinished this long after arriving is stopped
     "WS_PING_INTERVAL": 25,  # seconds; a client that stops answering pings is dropped
     "WARMUP": True,  # run one short request at start so no visitor's run is the cold one
 }

@@ -33,7 +33,7 @@ class EngineWorker:
         c = app.config
         limits = Limits(max_running=c["MAX_RUNNING"], max_waiting=c["MAX_WAITING"],
                         kv_budget_bytes=c["KV_BUDGET_BYTES"], step_tokens=c["STEP_TOKENS"],
-                        event_buffer=c["EVENT_BUFFER"])
+                        event_buffer=c["EVENT_BUFFER"], timeout_s=c["REQUEST_TIMEOUT_S"])
         watch = Metrics(c["MODEL"], kv_budget_bytes=limits.kv_budget_bytes)
         scheduler = Scheduler(model, limits, on_finish=watch.observe)
         watch.watch(scheduler)

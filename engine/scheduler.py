@@ -12,9 +12,10 @@ chunk of a prompt being read within the step's token budget, so a long prompt
 shares steps instead of freezing everyone ("filling the bus"). A waiting
 request hears its place in line (`Queued`) each time it moves up.
 
-Cancellation takes effect at the next step boundary and frees the cache. A
-caller that stops reading is dropped once its bounded event buffer is full,
-instead of stalling the engine or growing memory.
+Cancellation -- by the caller, or by the time limit -- takes effect at the
+next step boundary and frees the cache. A caller that stops reading is
+dropped once its bounded event buffer is full, instead of stalling the engine
+or growing memory.
 """
 
 import collections
@@ -49,6 +50,7 @@ class Limits:
     step_tokens: int = 32  # rows per step while someone is typing: bounds everyone's gap
     idle_chunk: int = 1024  # prompt tokens per step when nobody is typing
     event_buffer: int = 8192  # unread events before a silent reader is dropped
+    timeout_s: float = 600.0  # a request still unfinished this long after arriving is stopped
 
 
 class Request:
@@ -202,6 +204,17 @@ class Scheduler:
             self._announce_positions()
         return admitted
 
+    def _overdue(self, now: float) -> list[Request]:
+        """Requests past their time limit; waiting ones leave the line here."""
+        late = [r for r in self._running if now - r.arrived > self.limits.timeout_s]
+        with self._wakeup:
+            waited_out = [r for r in self._waiting if now - r.arrived > self.limits.timeout_s]
+            for request in waited_out:
+                self._waiting.remove(request)
+            if waited_out:
+                self._announce_positions()
+        return late + waited_out
+
     def _plan(self) -> list[tuple[Request, list[int]]]:
         """This step's rows: one token for each request typing, then prompt
         chunks in arrival order within the step's token budget."""
@@ -216,8 +229,11 @@ class Scheduler:
         return plan
 
     def _step(self):
+        now = time.perf_counter()
         for request in [r for r in self._running if r.cancelled]:
-            self._retire(request, Done(time.perf_counter(), "cancelled", None))
+            self._retire(request, Done(now, "cancelled", None))
+        for request in self._overdue(now):
+            self._retire(request, Failed(now, f"stopped: the request ran longer than {self.limits.timeout_s:g} s"))
         if not self._running:
             return
         plan = self._plan()

@@ -8,7 +8,7 @@ from engine.events import Done, Failed, Queued, Token
 from engine.generate import complete
 from engine.scheduler import EngineStopped, Limits, QueueFull, Scheduler
 
-from .conftest import drain
+from .conftest import drain, slow_down
 
 
 @pytest.fixture
@@ -195,5 +195,20 @@ def test_a_reader_who_stops_reading_is_dropped(tiny_model, caches):
         assert len(events) == 1 and isinstance(events[0], Failed) and "went unread" in events[0].message
         assert all(c.bytes_allocated == 0 for c in caches)
         assert drain(scheduler.submit("next", 3))[-1].finish_reason == "length"
+    finally:
+        scheduler.close(timeout=10)
+
+
+def test_a_request_past_its_time_limit_is_stopped(tiny_model, caches, monkeypatch):
+    slow_down(monkeypatch, tiny_model, seconds=0.01)
+    scheduler = Scheduler(tiny_model, Limits(max_running=1, timeout_s=0.2))
+    try:
+        slow = scheduler.submit("this takes a while", 100)
+        behind = scheduler.submit("and this waits", 100)
+        for request in (slow, behind):
+            last = drain(request)[-1]
+            assert isinstance(last, Failed) and "longer than 0.2 s" in last.message
+        assert scheduler.running == 0 and scheduler.waiting == 0
+        assert all(c.bytes_allocated == 0 for c in caches)
     finally:
         scheduler.close(timeout=10)
