@@ -100,6 +100,8 @@ def relay(ws, running: Request, desk: Desk):
                 event = running.events.get(timeout=POLL_S)
             except queue.Empty:
                 event = None
+                if not desk.engine.alive:
+                    return send(ws, wire.error_message("the engine stopped while serving this request"))
             if event is not None:
                 send(ws, wire.event_message(event, running.arrived))
                 if isinstance(event, (Done, Failed)):

@@ -154,9 +154,8 @@ class Scheduler:
         for request in abandoned:
             request.cancel()
         self._thread.join(timeout)
-        for request in self._running:  # the thread has stopped: their step will not come
+        for request in list(self._running):  # the thread has stopped: their step will not come
             self._retire(request, Done(time.perf_counter(), "cancelled", None))
-        self._running.clear()
 
     def _withdraw(self, request: Request):
         """Take a cancelled request out of the line, if it is still waiting;
@@ -195,8 +194,13 @@ class Scheduler:
                 break  # FIFO: nobody overtakes the request at the head of the line
             self._waiting.popleft()
             request.started = time.perf_counter()
-            request.seq = Sequence(self.model.config, request.prompt, request.max_tokens, request.sampling,
-                                   request.stop, request.arrived)
+            try:
+                request.seq = Sequence(self.model.config, request.prompt, request.max_tokens, request.sampling,
+                                       request.stop, request.arrived)
+            except Exception as error:  # checked at submit, so a surprise: fail this one, keep serving
+                log.exception("admission failed")
+                self._finish(request, Failed(time.perf_counter(), f"the engine could not start this request: {error}"))
+                continue
             self._running.append(request)
             self._kv_reserved += request.kv_need
             admitted.append(request)

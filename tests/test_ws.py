@@ -2,7 +2,9 @@
 
 import collections
 import json
+import queue
 import time
+from types import SimpleNamespace
 
 import pytest
 from simple_websocket import ConnectionClosed
@@ -194,3 +196,16 @@ def test_a_full_line_says_busy_and_closes_with_1013(tiny_model):
     finally:
         engine.close(timeout=10)
     assert ws.types() == ["busy"] and ws.closed_with == 1013 and ws.sent[0]["retry_after_s"] == 2
+
+
+def test_an_engine_that_dies_mid_request_is_reported():
+    class DyingEngine:
+        alive = True
+
+        def submit(self, *args, **kwargs):
+            self.alive = False  # accepts the request, then its thread is gone
+            return SimpleNamespace(events=queue.Queue(), arrived=time.perf_counter(), cancel=lambda: None)
+
+    ws = FakeSocket(generate("hello"))
+    serve_socket(ws, Desk(DyingEngine(), max_tokens=100, default_max_tokens=8))
+    assert ws.types() == ["error"] and "engine stopped" in ws.sent[0]["message"]
