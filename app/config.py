@@ -20,6 +20,10 @@ DEFAULTS = {
     "REQUEST_TIMEOUT_S": 600,  # a request unfinished this long after arriving is stopped
     "WS_PING_INTERVAL": 25,  # seconds; a client that stops answering pings is dropped
     "WARMUP": True,  # run one short request at start so no visitor's run is the cold one
+    # Time a remote OpenAI-compatible engine instead of the embedded model (operators only):
+    "REMOTE_BASE_URL": "",  # e.g. http://127.0.0.1:8001/v1 for vLLM; empty: the embedded model
+    "REMOTE_MODEL": "",  # the name the remote engine serves
+    "REMOTE_API_KEY": "EMPTY",
 }
 
 

@@ -23,7 +23,7 @@ from engine.sampling import SamplingParams
 from engine.scheduler import EngineStopped, QueueFull, Request, Scheduler
 
 from . import wire
-from .worker import metrics, scheduler
+from .worker import context_length, metrics, scheduler, served_model
 
 bp = Blueprint("openai", __name__, url_prefix="/v1")
 ERROR_TYPES = {400: "BadRequestError", 404: "NotFoundError", 405: "MethodNotAllowedError",
@@ -62,7 +62,6 @@ def api_error(e: APIError):
 class Completion:
     model: str
     prompt: str
-    prompt_tokens: int
     max_tokens: int
     sampling: SamplingParams
     stop: tuple[str, ...]
@@ -73,7 +72,7 @@ class Completion:
 def served_names() -> list[str]:
     """The model's name, then its aliases (each once)."""
     c = current_app.config
-    names = [c["MODEL"]] + [a.strip() for a in c["MODEL_ALIASES"].split(",") if a.strip()]
+    names = [served_model()] + [a.strip() for a in c["MODEL_ALIASES"].split(",") if a.strip()]
     return list(dict.fromkeys(names))
 
 
@@ -125,20 +124,27 @@ def parse_completion(body) -> Completion:
         raise APIError(400, str(e), e.param) from None
     except ValueError as e:
         raise APIError(400, f"prompt {e}", "prompt") from None
-    n_ctx = scheduler().model.config.n_ctx
-    if len(ids) >= n_ctx:
-        raise APIError(400, f"This model's maximum context length is {n_ctx} tokens. However, your request has "
-                            f"{len(ids)} input tokens. Please reduce the length of the input.", "input_tokens")
-    if len(ids) + max_tokens > n_ctx:
-        raise APIError(400, f"'max_tokens' is too large: {max_tokens}. This model's maximum context length is "
-                            f"{n_ctx} tokens and your request has {len(ids)} input tokens "
-                            f"({max_tokens} > {n_ctx} - {len(ids)}).", "max_tokens")
+    check_context(len(ids), max_tokens)
     stream = field(body, "stream", (bool,), False, "true or false")
     options = field(body, "stream_options", (dict,), {}, "an object") or {}
     if options and not stream:
         raise APIError(400, "stream_options is only allowed with stream: true", "stream_options")
     include_usage = field(options, "include_usage", (bool,), False, "true or false")
-    return Completion(model, prompt, len(ids), max_tokens, sampling, tuple(stop), bool(stream), bool(include_usage))
+    return Completion(model, prompt, max_tokens, sampling, tuple(stop), bool(stream), bool(include_usage))
+
+
+def check_context(prompt_tokens: int, max_tokens: int):
+    """vLLM's two context errors, for the embedded model (a remote engine checks its own)."""
+    n_ctx = context_length()
+    if n_ctx is None:
+        return
+    if prompt_tokens >= n_ctx:
+        raise APIError(400, f"This model's maximum context length is {n_ctx} tokens. However, your request has "
+                            f"{prompt_tokens} input tokens. Please reduce the length of the input.", "input_tokens")
+    if prompt_tokens + max_tokens > n_ctx:
+        raise APIError(400, f"'max_tokens' is too large: {max_tokens}. This model's maximum context length is "
+                            f"{n_ctx} tokens and your request has {prompt_tokens} input tokens "
+                            f"({max_tokens} > {n_ctx} - {prompt_tokens}).", "max_tokens")
 
 
 @bp.post("/completions")
@@ -191,9 +197,10 @@ def choice(text: str, finish_reason: str | None) -> dict:
     return {"index": 0, "text": text, "logprobs": None, "finish_reason": finish_reason, "stop_reason": None}
 
 
-def usage(completion: Completion, tokens: int) -> dict:
-    return {"prompt_tokens": completion.prompt_tokens, "completion_tokens": tokens,
-            "total_tokens": completion.prompt_tokens + tokens}
+def usage(running: Request, tokens: int) -> dict:
+    """Token counts as the engine counted them (a remote engine's own, from its usage)."""
+    return {"prompt_tokens": running.prompt_tokens, "completion_tokens": tokens,
+            "total_tokens": running.prompt_tokens + tokens}
 
 
 def stream(completion: Completion, running: Request, engine: Scheduler, cid: str, created: int):
@@ -212,7 +219,7 @@ def stream(completion: Completion, running: Request, engine: Scheduler, cid: str
                 reason = event.message if isinstance(event, Failed) else "the request was cancelled by the server"
                 yield sse(error_body(500, reason))
             elif isinstance(event, Done) and completion.include_usage:
-                yield sse({**head, "choices": [], "usage": usage(completion, tokens)})
+                yield sse({**head, "choices": [], "usage": usage(running, tokens)})
         yield "data: [DONE]\n\n"
     finally:
         running.cancel()  # no-op once finished; stops the engine if the client left
@@ -229,7 +236,7 @@ def whole(completion: Completion, running: Request, engine: Scheduler, cid: str,
         elif isinstance(event, Done) and event.finish_reason == "cancelled":
             return error_response(503, "the request was cancelled by the server")
     body = {"id": cid, "object": "text_completion", "created": created, "model": completion.model,
-            "choices": [choice("".join(texts), finish_reason)], "usage": usage(completion, len(texts))}
+            "choices": [choice("".join(texts), finish_reason)], "usage": usage(running, len(texts))}
     return Response(json.dumps(body, ensure_ascii=False), mimetype="application/json")
 
 
@@ -240,7 +247,7 @@ def sse(payload: dict) -> str:
 @bp.get("/models")
 def models():
     """The model served here, under its name and its aliases."""
-    created, root = int(time.time()), current_app.config["MODEL"]
+    created, root = int(time.time()), served_model()
     return {"object": "list", "data": [{"id": name, "object": "model", "created": created, "owned_by": "word-factory",
-                                        "root": root, "max_model_len": scheduler().model.config.n_ctx}
+                                        "root": root, "max_model_len": context_length()}
                                        for name in served_names()]}

@@ -7,6 +7,8 @@ from flask import Blueprint, current_app, render_template, send_file
 from engine.config import preset
 from engine.questions import SEED_SIZES, question
 
+from .worker import served_model
+
 bp = Blueprint("pages", __name__)
 PLOTLY_JS = files("plotly") / "package_data" / "plotly.min.js"
 
@@ -25,17 +27,19 @@ def plotly_js():
 
 
 def page_config() -> dict:
-    """What the page's scripts need to know about this server."""
+    """What the page's scripts need to know about this server; for a remote
+    engine, only what can be known from outside."""
     c = current_app.config
-    model = preset(c["MODEL"])
-    return {
-        "model": c["MODEL"],
-        "n_layer": model.n_layer,
-        "n_ctx": model.n_ctx,
-        "n_params": model.n_params,
-        "kv_bytes_per_token": model.kv_bytes_per_token,
+    config = {
+        "model": served_model(),
+        "remote": bool(c["REMOTE_BASE_URL"]),
         "kv_budget_bytes": c["KV_BUDGET_BYTES"],
         "max_tokens_limit": c["MAX_TOKENS_LIMIT"],
         "default_max_tokens": c["DEFAULT_MAX_TOKENS"],
         "presets": {str(n): question(n) for n in SEED_SIZES},
     }
+    if not config["remote"]:
+        model = preset(c["MODEL"])
+        config.update(n_layer=model.n_layer, n_ctx=model.n_ctx, n_params=model.n_params,
+                      kv_bytes_per_token=model.kv_bytes_per_token)
+    return config

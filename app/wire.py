@@ -12,6 +12,8 @@ Server -> client (t_ms: milliseconds since the server received the request):
     token {index, id, text, kv_bytes, batch, factory_tokens, factory_kv_bytes}
     done {finish_reason, stats | null}  error {message}
     busy {message, retry_after_s}, then the socket closes with 1013
+    notice {message}: something to know about the figures (a remote engine's chunks that are not tokens)
+A remote engine is timed from outside: its tokenized ids are [], a token's id and kv_bytes are null.
 """
 
 import json
@@ -20,6 +22,8 @@ from dataclasses import dataclass
 from engine.events import Done, Event, Failed, PrefillProgress, Prefilled, Queued, Token, Tokenized
 from engine.sampling import SamplingParams
 from engine.stopwatch import Stats
+
+from .remote import Notice
 
 GENERATE_FIELDS = {"type", "prompt", "max_tokens", "temperature", "top_k", "seed"}
 
@@ -120,6 +124,8 @@ def event_message(event: Event, arrived: float) -> dict:
             message.update(type="done", finish_reason=reason, stats=None if stats is None else stats_message(stats))
         case Failed(message=text):
             message.update(type="error", message=text)
+        case Notice(message=text):
+            message.update(type="notice", message=text)
     return message
 
 

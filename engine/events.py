@@ -56,7 +56,8 @@ class Token:
 
     `text` is what became printable with it: "" while a multi-byte character
     is incomplete (or while it may be the start of a stop string).
-    `kv_bytes` is what the cache holds after this step. `finish_reason` is set
+    `kv_bytes` is what the cache holds after this step (id and kv_bytes are
+    None when an engine is timed from outside). `finish_reason` is set
     on the answer's last token only ("length" or "stop"), so a stream can say
     so with the token itself.
     """

@@ -36,7 +36,8 @@ def test_many_requests_with_warmups_and_poisson_arrivals(live_server, tmp_path, 
     assert code == 0
     stats = json.loads(out.read_text())
     assert stats["completed"] == 5 and stats["warmups"] == 1  # the warm-up is not among the five
-    assert stats["output_lens"] == [8] * 5 and stats["start_times"] == sorted(stats["start_times"])
+    assert stats["output_lens"] == [8] * 5
+    assert len(stats["start_times"]) == 5 and all(0 <= t <= stats["duration"] for t in stats["start_times"])
     assert stats["output_throughput"] == pytest.approx(40 / stats["duration"])
     printed = capsys.readouterr().out
     assert "1 warm-up request sent first, not counted" in printed

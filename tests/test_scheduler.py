@@ -163,7 +163,8 @@ def test_the_kv_budget_holds_requests_in_line(gated_model, tiny_config):
         scheduler.close(timeout=10)
 
 
-def test_a_long_prompt_is_read_in_chunks_while_others_keep_typing(tiny_model):
+def test_a_long_prompt_is_read_in_chunks_while_others_keep_typing(tiny_model, monkeypatch):
+    slow_down(monkeypatch, tiny_model, seconds=0.002)  # so the typing outlasts the reading
     scheduler = Scheduler(tiny_model, Limits(max_running=4, step_tokens=8))
     try:
         typing = scheduler.submit("go", 100)

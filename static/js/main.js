@@ -17,7 +17,8 @@ const form = $("ask"), promptBox = $("prompt"), answer = $("answer"), status = $
 
 const machines = new Machines($("machines"));
 const timeline = new Timeline($("timeline"));
-const kv = new KvChart($("kvchart"),
+// A remote engine's KV cache cannot be seen: no chart then (the page says so).
+const kv = config.remote ? null : new KvChart($("kvchart"),
   { nCtx: config.n_ctx, bytesPerToken: config.kv_bytes_per_token, budgetBytes: config.kv_budget_bytes });
 const watches = new Stopwatches($("stopwatches"));
 watches.show(null, null);
@@ -71,7 +72,7 @@ function start(event) {
   machines.reset();
   machines.set("chop", "active", "chopping…");
   timeline.reset();
-  kv.reset();
+  kv?.reset();
   watches.show(null, null);
   setStatus("sent");
   updateButtons();
@@ -104,8 +105,8 @@ const HANDLERS = {
   tokenized(msg) {
     run.tokenizedMs = msg.t_ms;
     renderChips($("chips"), msg.ids, msg.pieces);
-    $("chip-count").textContent = `${msg.ids.length} tokens`;
-    machines.set("chop", "done", `${msg.ids.length} tokens`);
+    $("chip-count").textContent = config.remote ? "chopped inside the remote engine, unseen" : `${msg.ids.length} tokens`;
+    machines.set("chop", "done", config.remote ? "inside the engine" : `${msg.ids.length} tokens`);
     machines.set("read", "active", "reading…");
     timeline.waited(msg.t_ms);
     timeline.chopped(msg.t_ms, msg.ids.length);
@@ -117,7 +118,7 @@ const HANDLERS = {
   },
   prefilled(msg) {
     timeline.reading(run.tokenizedMs, msg.t_ms, 1, true);
-    kv.point(msg.kv_bytes / config.kv_bytes_per_token, msg.kv_bytes);
+    kv?.point(msg.kv_bytes / config.kv_bytes_per_token, msg.kv_bytes);
     machines.set("read", "done", `${(msg.t_ms - run.tokenizedMs).toFixed(0)} ms`);
     machines.set("type", "active", "typing…");
     setStatus("typing");
@@ -128,11 +129,13 @@ const HANDLERS = {
     run.tokens += 1;
     run.pendingText += msg.text;
     if (msg.factory_tokens !== undefined) run.factory.push([msg.t_ms, msg.factory_tokens]);
-    const kvMiB = (msg.kv_bytes / 1048576).toFixed(2);
+    if (msg.index === 0 && config.remote) machines.set("read", "done", "inside the engine");
+    const id = msg.id === null ? "" : ` (id ${msg.id})`;
+    const kvNote = msg.kv_bytes === null ? "" : ` · KV ${(msg.kv_bytes / 1048576).toFixed(2)} MiB`;
     const bus = msg.batch > 1 ? ` · shared with ${msg.batch - 1} other request${msg.batch > 2 ? "s" : ""}` : "";
-    const what = `#${msg.index} ${JSON.stringify(msg.text)} (id ${msg.id}) · KV ${kvMiB} MiB${bus}`;
+    const what = `#${msg.index} ${JSON.stringify(msg.text)}${id}${kvNote}${bus}`;
     timeline.token(msg.t_ms, browserMs, what + gapLabel(run.serverTimes), what + gapLabel(run.times), msg.batch ?? 1);
-    kv.point(msg.kv_bytes / config.kv_bytes_per_token, msg.kv_bytes, msg.factory_kv_bytes);
+    kv?.point(msg.kv_bytes / config.kv_bytes_per_token, msg.kv_bytes, msg.factory_kv_bytes);
     const current = run;
     onNextFrame(() => {
       answer.append(current.pendingText); // a text node: model output never becomes markup
@@ -145,7 +148,7 @@ const HANDLERS = {
   },
   done(msg) {
     const current = run;
-    kv.freed();
+    kv?.freed();
     onNextFrame(() => {
       timeline.flushTokens(); // the last ticks now, not at the next chart slot
       machines.set("type", "done");
@@ -153,7 +156,12 @@ const HANDLERS = {
       watches.show(msg.stats && { ...msg.stats, ...factoryFigures(current) }, summarize(current.times));
     });
     if (msg.stats) addResultRow($("results"), msg.stats);
-    finish(msg.finish_reason === "cancelled" ? "cancelled" : `done: ${msg.stats.output_tokens} tokens in ${(msg.stats.total_ms / 1000).toFixed(2)} s`);
+    const notice = current.notice ? ` — ${current.notice}` : "";
+    finish(msg.finish_reason === "cancelled" ? "cancelled"
+      : `done: ${msg.stats.output_tokens} tokens in ${(msg.stats.total_ms / 1000).toFixed(2)} s${notice}`);
+  },
+  notice(msg) {
+    run.notice = msg.message;
   },
   error(msg) {
     finish(msg.message, true);
