@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from .browser import CHROMIUM, launch
-from .conftest import slow_down
+from .conftest import running_server, slow_down
 
 if not CHROMIUM and os.environ.get("CI"):
     pytest.fail("Chromium is missing in CI: .ci/run should have installed Debian's chromium", pytrace=False)
@@ -154,3 +154,19 @@ def test_phone_width_needs_no_sideways_scrolling(browser, live_server):
     overflow = page.evaluate("() => document.documentElement.scrollWidth - document.documentElement.clientWidth")
     context.close()
     assert overflow <= 0
+
+
+def test_a_remote_engine_is_timed_and_its_unseen_parts_named(browser):
+    with running_server({"MODEL": "tiny"}) as remote, \
+            running_server({"REMOTE_BASE_URL": remote.http + "/v1", "REMOTE_MODEL": "tiny"}) as front:
+        context = browser.new_context(bypass_csp=True)
+        page = context.new_page()
+        page.goto(front.http + "/")
+        expect(page.locator("#send")).to_be_enabled()
+        assert "a remote engine" in page.inner_text(".note") and page.locator("#kvchart").count() == 0
+        ask(page, PROMPT, 10)
+        expect(page.locator("#status")).to_have_text(re.compile(r"^done: 10 tokens"))
+        page.wait_for_function("() => document.getElementById('timeline').data[3].x.length === 10")
+        assert page.inner_text("#chip-count") == "chopped inside the remote engine, unseen"
+        assert page.inner_text("#answer-count") == "10 tokens"
+        context.close()
