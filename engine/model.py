@@ -150,10 +150,6 @@ class Scratch:
             buf = self._buffers[name] = np.empty(n, dtype=np.float32)
         return buf[:n].reshape(shape)
 
-    @property
-    def nbytes(self) -> int:
-        return sum(b.nbytes for b in self._buffers.values())
-
 
 def layer_norm(x: np.ndarray, eps: float, out: np.ndarray) -> np.ndarray:
     """LayerNorm over the last axis, without learned scale or bias, into `out`."""

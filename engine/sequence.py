@@ -74,11 +74,6 @@ class Sequence:
     def prefilling(self) -> bool:
         return self.read < len(self.ids)
 
-    @property
-    def kv_need_tokens(self) -> int:
-        """The most positions this sequence's cache can come to hold."""
-        return len(self.ids) + self.n_new - 1
-
     def tokenized_event(self) -> Tokenized:
         return Tokenized(self.tokenized, self.ids, [tokenizer.piece(i) for i in self.ids])
 
