@@ -9,7 +9,7 @@ Client -> server:
 Server -> client (t_ms: milliseconds since the server received the request):
     queued {position}  tokenized {ids, pieces}  prefill_progress {fraction}
     prefilled {prompt_tokens, kv_bytes}
-    token {index, id, text, kv_bytes, batch, factory_tokens, factory_kv_bytes}
+    token {index, id, text, kv_bytes, batch, seats, seat, factory_tokens, factory_kv_bytes}
     done {finish_reason, stats | null}  error {message}
     busy {message, retry_after_s}, then the socket closes with 1013
     notice {message}: something to know about the figures (a remote engine's chunks that are not tokens)
@@ -118,8 +118,8 @@ def event_message(event: Event, arrived: float) -> dict:
         case Token(index=index, id=token_id, text=text, kv_bytes=kv, floor=floor):
             message.update(type="token", index=index, id=token_id, text=text, kv_bytes=kv)
             if floor is not None:
-                message.update(batch=floor.batch, factory_tokens=floor.factory_tokens,
-                               factory_kv_bytes=floor.factory_kv_bytes)
+                message.update(batch=floor.batch, seats=list(floor.seats), seat=floor.seat,
+                               factory_tokens=floor.factory_tokens, factory_kv_bytes=floor.factory_kv_bytes)
         case Done(finish_reason=reason, stats=stats):
             message.update(type="done", finish_reason=reason, stats=None if stats is None else stats_message(stats))
         case Failed(message=text):

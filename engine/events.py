@@ -73,11 +73,14 @@ class Token:
 
 @dataclass(frozen=True)
 class Floor:
-    """The factory floor at one step, as seen by each rider: how many
-    requests shared the step, the tokens the whole factory has typed so far,
-    and the KV bytes all running requests hold."""
+    """The factory floor at one step, as seen by one rider: how many requests
+    shared the step and which seats they sat in (anonymous numbers from 1,
+    freed when a request ends), this rider's own seat, the tokens the whole
+    factory has typed so far, and the KV bytes all running requests hold."""
 
     batch: int
+    seats: tuple[int, ...]
+    seat: int
     factory_tokens: int
     factory_kv_bytes: int
 

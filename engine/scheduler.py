@@ -61,6 +61,7 @@ class Request:
         self.prompt, self.max_tokens, self.sampling, self.stop = prompt, max_tokens, sampling, stop
         self.arrived, self.kv_need = arrived, kv_need
         self.started: float | None = None  # when the engine took it out of the line
+        self.seat = 0  # its anonymous seat on the bus while it runs (1, 2, ...)
         self.seq: Sequence | None = None
         self.dropped = False  # its reader stopped reading; it has had its last event
         self.events: queue.Queue = queue.Queue(scheduler.limits.event_buffer)
@@ -201,6 +202,8 @@ class Scheduler:
                 log.exception("admission failed")
                 self._finish(request, Failed(time.perf_counter(), f"the engine could not start this request: {error}"))
                 continue
+            taken = {r.seat for r in self._running}
+            request.seat = next(seat for seat in range(1, len(taken) + 2) if seat not in taken)
             self._running.append(request)
             self._kv_reserved += request.kv_need
             admitted.append(request)
@@ -252,8 +255,9 @@ class Scheduler:
                 if isinstance(event, Token):
                     if floor is None:
                         self.tokens_made += typed
-                        floor = Floor(len(plan), self.tokens_made, self.kv_bytes)
-                    event = replace(event, floor=floor)
+                        floor = Floor(len(plan), tuple(sorted(r.seat for r, _ in plan)), 0, self.tokens_made,
+                                      self.kv_bytes)
+                    event = replace(event, floor=replace(floor, seat=request.seat))
                 if isinstance(event, Done):
                     self._retire(request, event)
                 else:

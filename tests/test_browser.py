@@ -65,6 +65,8 @@ def test_a_question_answered_live(page, live_server):
     kv_last = page.evaluate("() => { const d = document.getElementById('kvchart').data[0]; return [d.x.at(-1), d.y.at(-1)]; }")
     assert kv_last[0] == 20 + 23  # the prompt and 23 decoded tokens held when the last token came out
     assert kv_last[1] * 1024 * 1024 == pytest.approx((20 + 23) * per_token)
+    floor = page.evaluate("() => document.getElementById('floorchart').data.map(t => [t.x.length, [...new Set(t.y)]])")
+    assert floor[1][0] == 24 and floor[1][1] == [1] and floor[0][0] == 0  # alone: seat 1, every step
     factory_last = page.evaluate("() => document.getElementById('kvchart').data[3].y.at(-1)")
     assert factory_last == pytest.approx(kv_last[1])  # alone, the factory holds just this notebook
     assert page.locator("#chips .chip").count() == 20

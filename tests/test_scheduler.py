@@ -140,6 +140,9 @@ def test_requests_ride_the_bus_together_and_type_what_they_would_alone(gated_mod
         assert events[-1].finish_reason == "length"
     floors = [[e.floor for e in events if isinstance(e, Token)] for events in runs]
     assert max(f.batch for fs in floors for f in fs) == 4  # steps shared by all four
+    seats = [fs[0].seat for fs in floors]
+    assert sorted(seats) == [1, 2, 3, 4] and all(f.seat == fs[0].seat for fs in floors for f in fs)
+    assert all(f.seat in f.seats and len(f.seats) == f.batch for fs in floors for f in fs)
     assert all([f.factory_tokens for f in fs] == sorted({f.factory_tokens for f in fs}) for fs in floors)
     assert max(f.factory_tokens for fs in floors for f in fs) == 4 * 12  # every token the factory typed
     assert all(f.factory_kv_bytes >= 0 for fs in floors for f in fs)
@@ -159,6 +162,7 @@ def test_the_kv_budget_holds_requests_in_line(gated_model, tiny_config):
             scheduler.submit("hello", 100)
         gated_model.gate.set()
         assert all(drain(r)[-1].finish_reason == "length" for r in requests)
+        assert {r.seat for r in requests} == {1, 2}  # two seats under this budget, freed and taken again
     finally:
         scheduler.close(timeout=10)
 

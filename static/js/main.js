@@ -5,6 +5,7 @@ import { FactorySocket } from "./socket.js";
 import { renderChips } from "./chips.js";
 import { Timeline } from "./timeline.js";
 import { KvChart } from "./kvchart.js";
+import { FloorChart } from "./floorchart.js";
 import { Machines } from "./machines.js";
 import { Stopwatches } from "./stopwatches.js";
 import { addResultRow } from "./results.js";
@@ -17,9 +18,10 @@ const form = $("ask"), promptBox = $("prompt"), answer = $("answer"), status = $
 
 const machines = new Machines($("machines"));
 const timeline = new Timeline($("timeline"));
-// A remote engine's KV cache cannot be seen: no chart then (the page says so).
+// A remote engine's KV cache and floor cannot be seen: no charts then (the page says so).
 const kv = config.remote ? null : new KvChart($("kvchart"),
   { nCtx: config.n_ctx, bytesPerToken: config.kv_bytes_per_token, budgetBytes: config.kv_budget_bytes });
+const floor = config.remote ? null : new FloorChart($("floorchart"));
 const watches = new Stopwatches($("stopwatches"));
 watches.show(null, null);
 
@@ -73,6 +75,7 @@ function start(event) {
   machines.set("chop", "active", "chopping…");
   timeline.reset();
   kv?.reset();
+  floor?.reset();
   watches.show(null, null);
   setStatus("sent");
   updateButtons();
@@ -136,6 +139,7 @@ const HANDLERS = {
     const what = `#${msg.index} ${JSON.stringify(msg.text)}${id}${kvNote}${bus}`;
     timeline.token(msg.t_ms, browserMs, what + gapLabel(run.serverTimes), what + gapLabel(run.times), msg.batch ?? 1);
     kv?.point(msg.kv_bytes / config.kv_bytes_per_token, msg.kv_bytes, msg.factory_kv_bytes);
+    if (msg.seats) floor?.step(msg.t_ms, msg.seats, msg.seat);
     const current = run;
     onNextFrame(() => {
       answer.append(current.pendingText); // a text node: model output never becomes markup
@@ -151,6 +155,7 @@ const HANDLERS = {
     kv?.freed();
     onNextFrame(() => {
       timeline.flushTokens(); // the last ticks now, not at the next chart slot
+      floor?.flush();
       machines.set("type", "done");
       machines.set("deliver", "done");
       watches.show(msg.stats && { ...msg.stats, ...factoryFigures(current) }, summarize(current.times));
