@@ -9,7 +9,6 @@ mid-stream cancels its request at the next token it fails to receive.
 """
 
 import json
-import queue
 import time
 import uuid
 from dataclasses import dataclass
@@ -23,13 +22,14 @@ from engine.sampling import SamplingParams
 from engine.scheduler import EngineStopped, QueueFull, Request, Scheduler
 
 from . import wire
-from .worker import context_length, metrics, scheduler, served_model
+from .worker import (BUSY, RETRY_AFTER_S, STOPPED, context_length, events_until_end, metrics, scheduler,
+                     served_model)
 
 bp = Blueprint("openai", __name__, url_prefix="/v1")
 ERROR_TYPES = {400: "BadRequestError", 404: "NotFoundError", 405: "MethodNotAllowedError",
                413: "RequestEntityTooLargeError", 429: "TooManyRequestsError", 500: "InternalServerError",
                503: "ServiceUnavailableError"}
-RETRY_AFTER_S = "2"
+EVENT_WAIT_S = 1.0  # how often a waiting response checks that the engine still lives
 # Fields clients send by default that this server accepts only at their no-op value.
 NO_OP_FIELDS = {"top_p": (None, 1, 1.0), "frequency_penalty": (None, 0, 0.0), "presence_penalty": (None, 0, 0.0),
                 "logprobs": (None,), "echo": (None, False), "best_of": (None, 1), "suffix": (None,),
@@ -49,7 +49,7 @@ def error_body(status: int, message: str, param: str | None = None) -> dict:
 def error_response(status: int, message: str, param: str | None = None) -> Response:
     response = Response(json.dumps(error_body(status, message, param)), status, mimetype="application/json")
     if status in (429, 503):
-        response.headers["Retry-After"] = RETRY_AFTER_S
+        response.headers["Retry-After"] = str(RETRY_AFTER_S)
     return response
 
 
@@ -151,13 +151,13 @@ def check_context(prompt_tokens: int, max_tokens: int):
 def completions():
     """Complete a prompt, streamed (server-sent events) or in one response."""
     try:
-        body = wire.loads(request.get_data(cache=False), "the request body")
-        completion = parse_completion(body)
+        completion = parse_completion(wire.loads(request.get_data(cache=False), "the request body"))
         running = submit(completion)
-    except (APIError, wire.WireError) as e:
+    except wire.WireError as e:
         metrics().rejected()
-        if isinstance(e, wire.WireError):
-            raise APIError(400, str(e)) from None
+        raise APIError(400, str(e)) from None
+    except APIError:
+        metrics().rejected()
         raise
     cid, created, engine = f"cmpl-{uuid.uuid4().hex}", int(time.time()), scheduler()
     if completion.stream:
@@ -173,24 +173,9 @@ def submit(completion: Completion) -> Request:
     except ParamError as e:
         raise APIError(400, str(e), e.param) from None
     except QueueFull:
-        raise APIError(429, "the factory is busy: too many requests are waiting; retry shortly") from None
+        raise APIError(429, BUSY) from None
     except EngineStopped:
-        raise APIError(503, "the engine is not running; the server needs a restart") from None
-
-
-def events_until_end(running: Request, engine: Scheduler):
-    """The request's events through its Done or Failed; an engine that dies
-    meanwhile ends it with a Failed rather than a hang."""
-    while True:
-        try:
-            event = running.events.get(timeout=1.0)
-        except queue.Empty:
-            if engine.alive:
-                continue
-            event = Failed(time.perf_counter(), "the engine stopped while serving this request")
-        yield event
-        if isinstance(event, (Done, Failed)):
-            return
+        raise APIError(503, STOPPED) from None
 
 
 def choice(text: str, finish_reason: str | None) -> dict:
@@ -211,7 +196,7 @@ def stream(completion: Completion, running: Request, engine: Scheduler, cid: str
     extra = {"usage": None} if completion.include_usage else {}
     tokens = 0
     try:
-        for event in events_until_end(running, engine):
+        for event in events_until_end(running, engine, EVENT_WAIT_S):
             if isinstance(event, Token):
                 tokens += 1
                 yield sse({**head, "choices": [choice(event.text, event.finish_reason)], **extra})
@@ -227,7 +212,7 @@ def stream(completion: Completion, running: Request, engine: Scheduler, cid: str
 
 def whole(completion: Completion, running: Request, engine: Scheduler, cid: str, created: int) -> Response:
     texts, finish_reason = [], None
-    for event in events_until_end(running, engine):
+    for event in events_until_end(running, engine, EVENT_WAIT_S):
         if isinstance(event, Token):
             texts.append(event.text)
             finish_reason = event.finish_reason

@@ -4,11 +4,13 @@ engine timed from outside -- plus the metrics that watch it. Web threads
 reach them through `scheduler()` and `metrics()`; they never call a model."""
 
 import logging
+import queue
 import time
 
 from flask import current_app
 
 from engine.config import preset
+from engine.events import Done, Failed
 from engine.generate import complete
 from engine.model import Model
 from engine.scheduler import Limits, Scheduler
@@ -19,6 +21,10 @@ from .remote import RemoteEngine
 log = logging.getLogger(__name__)
 EXTENSION = "word_factory"
 METRICS = "word_factory.metrics"
+# What both edges (page and API) say when the engine will not take a request.
+BUSY = "the factory is busy: too many requests are waiting, try again soon"
+STOPPED = "the engine is not running; the server needs a restart"
+RETRY_AFTER_S = 2
 
 
 class EngineWorker:
@@ -67,6 +73,23 @@ def context_length() -> int | None:
     """The embedded model's context; None for a remote engine, whose limits it enforces itself."""
     engine = scheduler()
     return engine.model.config.n_ctx if isinstance(engine, Scheduler) else None
+
+
+def events_until_end(running, engine, poll_s: float):
+    """A request's events through its Done or Failed, yielding None whenever
+    `poll_s` passes without one (so a caller can look after its client in
+    between); an engine that dies meanwhile ends it with a Failed, not a hang."""
+    while True:
+        try:
+            event = running.events.get(timeout=poll_s)
+        except queue.Empty:
+            if engine.alive:
+                yield None
+                continue
+            event = Failed(time.perf_counter(), "the engine stopped while serving this request")
+        yield event
+        if isinstance(event, (Done, Failed)):
+            return
 
 
 def metrics() -> Metrics:

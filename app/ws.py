@@ -7,7 +7,6 @@ A visitor who leaves or sends "cancel" stops their request within one engine
 step; bad messages get an `error` and the connection stays usable.
 """
 
-import queue
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,15 +20,12 @@ from engine.events import Done, Failed
 from engine.scheduler import EngineStopped, QueueFull, Request, Scheduler
 
 from . import wire
-from .worker import metrics, scheduler
+from .worker import BUSY, RETRY_AFTER_S, STOPPED, events_until_end, metrics, scheduler
 
 sock = Sock()
 POLL_S = 0.05  # while a request runs, how often the socket is checked for cancel/disconnect
 GONE = (ConnectionClosed, OSError)  # a send to a dead socket raises either
-REFUSALS = {EngineStopped: "the engine is not running; the server needs a restart"}
-BUSY = "the factory is busy: too many requests are waiting, try again soon"
 TRY_AGAIN_LATER = 1013  # the WebSocket close code for overload
-RETRY_AFTER_S = 2
 
 
 @dataclass(frozen=True)
@@ -86,8 +82,10 @@ def handle(ws, raw, desk: Desk, running: Request | None = None):
         desk.on_reject()
         send(ws, wire.busy_message(BUSY, RETRY_AFTER_S))
         return ws.close(TRY_AGAIN_LATER, BUSY)  # the next receive sees the socket closed
-    except (ValueError, EngineStopped) as e:
-        return refuse(ws, desk, REFUSALS.get(type(e), str(e)))
+    except EngineStopped:
+        return refuse(ws, desk, STOPPED)
+    except ValueError as e:
+        return refuse(ws, desk, str(e))
     relay(ws, running, desk)
 
 
@@ -95,17 +93,11 @@ def relay(ws, running: Request, desk: Desk):
     """Send the request's events as they come; meanwhile answer messages.
     If the visitor leaves, the request is cancelled before the error propagates."""
     try:
-        while True:
-            try:
-                event = running.events.get(timeout=POLL_S)
-            except queue.Empty:
-                event = None
-                if not desk.engine.alive:
-                    return send(ws, wire.error_message("the engine stopped while serving this request"))
+        for event in events_until_end(running, desk.engine, POLL_S):
             if event is not None:
                 send(ws, wire.event_message(event, running.arrived))
                 if isinstance(event, (Done, Failed)):
-                    return
+                    return  # the next message starts afresh: a generate now is no second request
             raw = ws.receive(timeout=0)
             if raw is not None:
                 handle(ws, raw, desk, running)

@@ -10,16 +10,13 @@ This is the one-request form of what the scheduler does for many: the same
 Sequence, stepped through the model on its own.
 """
 
-import time
 from dataclasses import dataclass
 
 from .events import Done, Token
 from .model import Model
 from .sampling import GREEDY, SamplingParams
-from .sequence import Sequence, step
+from .sequence import READ_CHUNK, Sequence, step
 from .stopwatch import Stats
-
-PREFILL_CHUNK = 1024  # prompt tokens per step while reading alone: bounds the scratch memory
 
 
 def generate(model: Model, prompt: str, max_tokens: int, sampling: SamplingParams = GREEDY,
@@ -30,7 +27,6 @@ def generate(model: Model, prompt: str, max_tokens: int, sampling: SamplingParam
     TTFT and total count from it, so time spent waiting in line is included.
     Defaults to now. The answer ends early at the first of the `stop` strings.
     """
-    arrived = time.perf_counter() if arrived is None else arrived
     return _run(model, Sequence(model.config, prompt, max_tokens, sampling, stop, arrived))
 
 
@@ -38,7 +34,7 @@ def _run(model: Model, seq: Sequence):
     yield seq.tokenized_event()
     try:
         while not seq.finished:
-            for _, event in step(model, [(seq, seq.next_tokens(PREFILL_CHUNK))]):
+            for _, event in step(model, [(seq, seq.next_tokens(READ_CHUNK))]):
                 yield event
     finally:
         seq.free()

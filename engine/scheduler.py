@@ -29,7 +29,7 @@ from .errors import ParamError
 from .events import Done, Failed, Floor, Queued, Token
 from .model import Model
 from .sampling import GREEDY, SamplingParams
-from .sequence import Sequence, check_request, step
+from .sequence import READ_CHUNK, Sequence, check_request, step
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ class Limits:
     max_waiting: int = 64  # requests allowed to wait in line
     kv_budget_bytes: int = 1 << 30  # KV memory all running requests may come to hold
     step_tokens: int = 32  # rows per step while someone is typing: bounds everyone's gap
-    idle_chunk: int = 1024  # prompt tokens per step when nobody is typing
+    idle_chunk: int = READ_CHUNK  # prompt tokens per step when nobody is typing
     event_buffer: int = 8192  # unread events before a silent reader is dropped
     timeout_s: float = 600.0  # a request still unfinished this long after arriving is stopped
 

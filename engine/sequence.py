@@ -21,6 +21,7 @@ from .stopping import StopStrings
 from .stopwatch import Stats, summarize
 
 MAX_STOP_STRINGS = 8
+READ_CHUNK = 1024  # prompt tokens per step when nobody else is typing: bounds the scratch memory
 
 
 def check_request(config: ModelConfig, prompt: str, max_tokens: int, sampling: SamplingParams,
