@@ -172,3 +172,15 @@ def test_a_remote_engine_is_timed_and_its_unseen_parts_named(browser):
         assert page.inner_text("#chip-count") == "chopped inside the remote engine, unseen"
         assert page.inner_text("#answer-count") == "10 tokens"
         context.close()
+
+
+def test_charts_follow_the_visitors_colour_scheme(page):
+    ask(page, PROMPT, 4)
+    expect(page.locator("#status")).to_have_text(re.compile(r"^done"))
+    fonts = "() => ['timeline', 'floorchart', 'kvchart'].map(id => document.getElementById(id)._fullLayout.font.color)"
+    light = page.evaluate(fonts)
+    page.emulate_media(color_scheme="dark")
+    page.wait_for_function(f"() => ({fonts})().every(c => c !== {light[0]!r})")
+    dark = page.evaluate(fonts)
+    assert len(set(light)) == len(set(dark)) == 1 and light != dark
+    assert page.errors == []

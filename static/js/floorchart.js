@@ -3,37 +3,33 @@
 // colour. Other requests stay anonymous: a seat is just a number, freed when
 // its request ends.
 
-import { throttledToFrames } from "./frame.js";
-import { theme, baseLayout, PLOT_CONFIG, onSchemeChange } from "./theme.js";
+import { LiveChart, axis, Plotly } from "./livechart.js";
 
-const { Plotly } = window;
 const OTHERS = 0, YOU = 1;
 
-class FloorChart {
+class FloorChart extends LiveChart {
   constructor(el) {
-    this.el = el;
-    this.schedule = throttledToFrames(() => this.flush());
+    super(el);
     this.reset();
-    onSchemeChange(() => this.applyTheme());
   }
 
   reset() {
     this.pending = [];
-    const t = theme();
-    const marks = (name, color) => ({ type: "scatter", mode: "markers", name, x: [], y: [],
-      hovertemplate: "seat %{y} at %{x:.0f} ms<extra></extra>", marker: { symbol: "line-ns-open", size: 10, color } });
-    Plotly.react(this.el, [marks("other requests", t.muted), marks("you", t.type)], {
-      ...baseLayout(t),
-      height: 190,
-      xaxis: { title: { text: "ms since Enter" }, rangemode: "tozero", gridcolor: t.grid, zeroline: false },
-      yaxis: { title: { text: "seat" }, rangemode: "tozero", dtick: 1, gridcolor: t.grid, zeroline: false },
-    }, PLOT_CONFIG);
+    this.draw();
   }
 
-  applyTheme() {
-    const t = theme();
-    Plotly.update(this.el, { "marker.color": [t.muted, t.type] },
-      { "font.color": t.fg, "xaxis.gridcolor": t.grid, "yaxis.gridcolor": t.grid });
+  traces(t) {
+    const marks = (name, color) => ({ type: "scatter", mode: "markers", name, x: [], y: [],
+      hovertemplate: "seat %{y} at %{x:.0f} ms<extra></extra>", marker: { symbol: "line-ns-open", size: 10, color } });
+    return [marks("other requests", t.muted), marks("you", t.type)];
+  }
+
+  layout(t) {
+    return { height: 190, xaxis: axis(t, "ms since Enter"), yaxis: axis(t, "seat", { dtick: 1 }) };
+  }
+
+  colours(t) {
+    return { "marker.color": [t.muted, t.type] };
   }
 
   // One of your steps at `ms`, shared by the requests in `seats`; yours is `seat`.

@@ -2,10 +2,10 @@
 // beside the 72 KiB-per-token slope, with the context's capacity written out;
 // and what the whole factory holds at each of those steps, against its budget.
 
-import { onNextFrame, throttledToFrames } from "./frame.js";
-import { theme, baseLayout, PLOT_CONFIG, onSchemeChange } from "./theme.js";
+import { onNextFrame } from "./frame.js";
+import { LiveChart, axis, Plotly } from "./livechart.js";
+import { theme } from "./theme.js";
 
-const { Plotly } = window;
 const MIB = 1024 * 1024;
 const HELD = 0, SLOPE = 1, FREED = 2, FACTORY = 3;
 
@@ -13,15 +13,13 @@ function mib(bytes) {
   return bytes / MIB;
 }
 
-class KvChart {
+class KvChart extends LiveChart {
   constructor(el, { nCtx, bytesPerToken, budgetBytes }) {
-    this.el = el;
+    super(el);
     this.nCtx = nCtx;
     this.perToken = bytesPerToken;
     this.budget = budgetBytes;
-    this.schedule = throttledToFrames(() => this.flush());
     this.reset();
-    onSchemeChange(() => this.applyTheme());
   }
 
   reset() {
@@ -29,8 +27,11 @@ class KvChart {
     this.held = { x: [], y: [], text: [] };
     this.factory = { x: [], y: [] };
     this.maxTokens = 0;
-    const t = theme();
-    const traces = [
+    this.draw();
+  }
+
+  traces(t) {
+    return [
       { type: "scatter", mode: "lines+markers", name: "bytes held", x: [], y: [], hovertext: [], hoverinfo: "text",
         line: { color: t.type, width: 2 }, marker: { size: 4, color: t.type } },
       { type: "scatter", mode: "lines", name: `slope: ${(this.perToken / 1024).toFixed(0)} KiB per token`,
@@ -40,14 +41,19 @@ class KvChart {
       { type: "scatter", mode: "lines", name: "the whole factory holds", x: [], y: [],
         hovertemplate: "factory: %{y:.2f} MiB<extra></extra>", line: { color: t.read, width: 1.5, dash: "dot" } },
     ];
-    const layout = {
-      ...baseLayout(t),
-      height: 260,
-      xaxis: { title: { text: "tokens held" }, rangemode: "tozero", gridcolor: t.grid, zeroline: false },
-      yaxis: { title: { text: "MiB" }, rangemode: "tozero", gridcolor: t.grid, zeroline: false },
-      annotations: [this.capacityNote(t)],
-    };
-    Plotly.react(this.el, traces, layout, PLOT_CONFIG);
+  }
+
+  layout(t) {
+    return { height: 260, xaxis: axis(t, "tokens held"), yaxis: axis(t, "MiB"), annotations: [this.capacityNote(t)] };
+  }
+
+  colours(t) {
+    const colours = [t.type, t.muted, t.deliver, t.read];
+    return { "line.color": colours, "marker.color": colours };
+  }
+
+  layoutColours(t) {
+    return { annotations: [this.capacityNote(t)] };
   }
 
   capacityNote(t) {
@@ -57,12 +63,6 @@ class KvChart {
     return { xref: "paper", yref: "paper", x: 0, y: 0.98, xanchor: "left", yanchor: "top", showarrow: false,
              align: "left", font: { size: 11, color: t.muted },
              text: `context capacity: ${this.nCtx.toLocaleString("en")} tokens = ${capacity.toFixed(capacity < 10 ? 2 : 0)} MiB${used}${budget}` };
-  }
-
-  applyTheme() {
-    const t = theme();
-    Plotly.update(this.el, { "line.color": [t.type, t.muted, t.deliver, t.read], "marker.color": [t.type, t.muted, t.deliver, t.read] },
-      { "font.color": t.fg, "xaxis.gridcolor": t.grid, "yaxis.gridcolor": t.grid, annotations: [this.capacityNote(t)] });
   }
 
   // The cache holds `bytes` with `tokens` positions filled; the factory's

@@ -154,7 +154,7 @@ const HANDLERS = {
     const current = run;
     kv?.freed();
     onNextFrame(() => {
-      timeline.flushTokens(); // the last ticks now, not at the next chart slot
+      timeline.flush(); // the last ticks now, not at the next chart slot
       floor?.flush();
       machines.set("type", "done");
       machines.set("deliver", "done");

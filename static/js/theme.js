@@ -30,9 +30,4 @@ function baseLayout(t) {
 
 const PLOT_CONFIG = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["select2d", "lasso2d"] };
 
-// Call `redraw` whenever the visitor's colour scheme changes.
-function onSchemeChange(redraw) {
-  matchMedia("(prefers-color-scheme: dark)").addEventListener("change", redraw);
-}
-
-export { theme, baseLayout, PLOT_CONFIG, onSchemeChange };
+export { theme, baseLayout, PLOT_CONFIG };

@@ -4,26 +4,26 @@
 // as it arrived here. The distance between the two rows is the network.
 // A line on the right axis counts the requests that shared each step: the bus.
 
-import { onNextFrame, throttledToFrames } from "./frame.js";
-import { theme, baseLayout, PLOT_CONFIG, onSchemeChange } from "./theme.js";
+import { onNextFrame } from "./frame.js";
+import { LiveChart, axis, Plotly } from "./livechart.js";
 
-const { Plotly } = window;
 const WAIT = 0, READ = 1, CHOP = 2, SERVER = 3, BROWSER = 4, BUS = 5;
 
-class Timeline {
+class Timeline extends LiveChart {
   constructor(el) {
-    this.el = el;
-    this.scheduleTokens = throttledToFrames(() => this.flushTokens());
+    super(el);
     this.reset();
-    onSchemeChange(() => this.applyTheme());
   }
 
   reset() {
     this.pending = { server: [], browser: [] };
-    const t = theme();
+    this.draw();
+  }
+
+  traces(t) {
     const ticks = (name, color) => ({ type: "scatter", mode: "markers", name, x: [], y: [], hovertext: [],
       hoverinfo: "text", marker: { symbol: "line-ns-open", size: 16, color, line: { width: 2 } } });
-    const traces = [
+    return [
       { type: "bar", orientation: "h", name: "waiting in line", x: [], y: [], base: [], marker: { color: t.wait },
         hovertemplate: "waited %{x:.1f} ms<extra></extra>" },
       { type: "bar", orientation: "h", name: "read (prefill)", x: [], y: [], base: [], hovertext: [],
@@ -33,26 +33,25 @@ class Timeline {
       ticks("type (decode), server clock", t.type),
       ticks("delivered, browser clock", t.deliver),
       { type: "scatter", mode: "lines", name: "requests sharing the step (the bus)", x: [], y: [], hovertext: [],
-        yaxis: "y2",
-        line: { shape: "hv", color: t.muted, width: 1.5 }, hovertemplate: "%{y} on the bus<extra></extra>" },
+        yaxis: "y2", line: { shape: "hv", color: t.muted, width: 1.5 },
+        hovertemplate: "%{y} on the bus<extra></extra>" },
     ];
-    const layout = {
-      ...baseLayout(t),
+  }
+
+  layout(t) {
+    return {
       height: 230,
       barmode: "overlay",
-      xaxis: { title: { text: "ms since Enter" }, rangemode: "tozero", gridcolor: t.grid, zeroline: false },
+      xaxis: axis(t, "ms since Enter"),
       yaxis: { type: "category", categoryorder: "array", categoryarray: ["browser", "server"],
                range: [-0.5, 1.5], fixedrange: true, gridcolor: t.grid },
       yaxis2: { overlaying: "y", side: "right", rangemode: "tozero", fixedrange: true, showgrid: false,
                 title: { text: "on the bus" }, dtick: 1 },
     };
-    Plotly.react(this.el, traces, layout, PLOT_CONFIG);
   }
 
-  applyTheme() {
-    const t = theme();
-    Plotly.update(this.el, { "marker.color": [t.wait, t.read, t.chop, t.type, t.deliver, t.muted] },
-      { "font.color": t.fg, "xaxis.gridcolor": t.grid, "yaxis.gridcolor": t.grid });
+  colours(t) {
+    return { "marker.color": [t.wait, t.read, t.chop, t.type, t.deliver, t.muted] };
   }
 
   restyle(index, update) {
@@ -67,9 +66,9 @@ class Timeline {
     this.restyle(CHOP, { y: [["server"]], x: [[ms]], hovertext: [[`chop: ${tokens} tokens, done at ${ms.toFixed(2)} ms`]] });
   }
 
-  // The prefill bar from `start` to `now` (ms), `fraction` of the layers done.
+  // The prefill bar from `start` to `now` (ms), `fraction` of the prompt read.
   reading(start, now, fraction, done = false) {
-    const label = done ? `read: ${(now - start).toFixed(1)} ms` : `reading… ${Math.round(fraction * 100)} % of layers`;
+    const label = done ? `read: ${(now - start).toFixed(1)} ms` : `reading… ${Math.round(fraction * 100)} % of the prompt`;
     onNextFrame(() => this.restyle(READ, { y: [["server"]], base: [[start]], x: [[now - start]], hovertext: [[label]] }));
   }
 
@@ -78,10 +77,10 @@ class Timeline {
   token(serverMs, browserMs, serverLabel, browserLabel, batch) {
     this.pending.server.push([serverMs, serverLabel, batch]);
     this.pending.browser.push([browserMs, browserLabel]);
-    this.scheduleTokens();
+    this.schedule();
   }
 
-  flushTokens() {
+  flush() {
     const { server, browser } = this.pending;
     if (!server.length) return;
     const col = (rows, k) => rows.map((r) => r[k]);

@@ -1,0 +1,41 @@
+// What the live charts share: drawn afresh with Plotly.react on reset, fed
+// through a throttled `flush`, and recoloured when the visitor's colour
+// scheme changes. A chart defines traces(t), layout(t), colours(t) (the
+// per-trace colour update) and flush(), and calls reset() once its own
+// fields are set.
+
+import { throttledToFrames } from "./frame.js";
+import { theme, baseLayout, PLOT_CONFIG } from "./theme.js";
+
+const { Plotly } = window;
+
+class LiveChart {
+  constructor(el) {
+    this.el = el;
+    this.schedule = throttledToFrames(() => this.flush());
+    matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => this.recolour());
+  }
+
+  draw() {
+    const t = theme();
+    Plotly.react(this.el, this.traces(t), { ...baseLayout(t), ...this.layout(t) }, PLOT_CONFIG);
+  }
+
+  recolour() {
+    const t = theme();
+    Plotly.update(this.el, this.colours(t),
+      { "font.color": t.fg, "xaxis.gridcolor": t.grid, "yaxis.gridcolor": t.grid, ...this.layoutColours(t) });
+  }
+
+  // Layout parts that carry colours besides font and grid (none by default).
+  layoutColours() {
+    return {};
+  }
+}
+
+// A value axis starting at zero, in the page's grid colour.
+function axis(t, title, extra = {}) {
+  return { title: { text: title }, rangemode: "tozero", gridcolor: t.grid, zeroline: false, ...extra };
+}
+
+export { LiveChart, axis, Plotly };
