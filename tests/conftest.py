@@ -38,6 +38,14 @@ class GatedModel(Model):
         return (yield from super().forward_steps(segments, all_logits))
 
 
+def wait_for(condition, what: str, timeout: float = 5):
+    """Poll `condition` until it holds; fail with `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.002)
+
+
 def slow_down(monkeypatch, model, seconds=0.005):
     """Make each engine step of `model` take `seconds` longer, so a cancel or a
     disconnect reliably lands mid-answer (the tiny model types 100 tokens in ~10 ms)."""

@@ -14,8 +14,7 @@ from simple_websocket import Client
 from app import create_app
 from app.worker import EXTENSION
 
-from .conftest import slow_down
-from .test_server import wait_for
+from .conftest import slow_down, wait_for
 
 
 @pytest.fixture

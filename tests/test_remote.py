@@ -7,9 +7,8 @@ import openai
 import pytest
 from simple_websocket import Client
 
-from .conftest import running_server, slow_down
+from .conftest import running_server, slow_down, wait_for
 from .test_api import metric
-from .test_server import wait_for
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,5 @@
 """The front desk: one engine thread, a fair line, cancellation, and failures kept apart."""
 
-import time
 
 import pytest
 
@@ -8,7 +7,7 @@ from engine.events import Done, Failed, Queued, Token
 from engine.generate import complete
 from engine.scheduler import EngineStopped, Limits, QueueFull, Scheduler
 
-from .conftest import drain, slow_down
+from .conftest import drain, slow_down, wait_for
 
 
 @pytest.fixture
@@ -22,10 +21,7 @@ def desk(gated_model):
 
 def started(desk, request):
     """Wait until the engine has taken `request` out of the line."""
-    deadline = time.monotonic() + 5
-    while desk.running != 1 or request in desk._waiting:
-        assert time.monotonic() < deadline, "the engine never took the request"
-        time.sleep(0.001)
+    wait_for(lambda: request.started is not None, "the engine never took the request")
     return request
 
 
@@ -126,10 +122,7 @@ def test_requests_ride_the_bus_together_and_type_what_they_would_alone(gated_mod
     scheduler = Scheduler(gated_model, Limits(max_running=4, step_tokens=16))
     try:
         requests = [scheduler.submit(p, 12) for p in prompts]
-        deadline = time.monotonic() + 5
-        while scheduler.running < 4:
-            assert time.monotonic() < deadline, "not all four were admitted"
-            time.sleep(0.001)
+        wait_for(lambda: scheduler.running == 4, "not all four were admitted")
         assert scheduler.waiting == 0
         gated_model.gate.set()
         runs = [drain(r) for r in requests]
@@ -153,10 +146,7 @@ def test_the_kv_budget_holds_requests_in_line(gated_model, tiny_config):
     scheduler = Scheduler(gated_model, Limits(max_running=8, kv_budget_bytes=2 * per_request))
     try:
         requests = [scheduler.submit("hello", 20) for _ in range(4)]
-        deadline = time.monotonic() + 5
-        while scheduler.running < 2:
-            assert time.monotonic() < deadline
-            time.sleep(0.001)
+        wait_for(lambda: scheduler.running == 2, "the first two were not admitted")
         assert (scheduler.running, scheduler.waiting) == (2, 2)  # budget, not seats, is the limit
         with pytest.raises(ValueError, match="more than the factory's budget"):
             scheduler.submit("hello", 100)
@@ -192,10 +182,7 @@ def test_a_reader_who_stops_reading_is_dropped(tiny_model, caches):
     scheduler = Scheduler(tiny_model, Limits(event_buffer=10))
     try:
         silent = scheduler.submit("nobody reads this", 100)
-        deadline = time.monotonic() + 5
-        while scheduler.running or scheduler.waiting:
-            assert time.monotonic() < deadline, "the engine is still serving a silent reader"
-            time.sleep(0.005)
+        wait_for(lambda: not (scheduler.running or scheduler.waiting), "the engine is still serving a silent reader")
         events = drain(silent)
         assert len(events) == 1 and isinstance(events[0], Failed) and "went unread" in events[0].message
         assert all(c.bytes_allocated == 0 for c in caches)

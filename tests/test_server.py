@@ -7,7 +7,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -18,7 +17,7 @@ from simple_websocket import Client, ConnectionClosed
 from app import create_app
 from app.worker import EXTENSION
 
-from .conftest import running_server, slow_down
+from .conftest import running_server, slow_down, wait_for
 from .test_ws import BAD_INPUTS
 
 
@@ -35,13 +34,6 @@ def receive_until_done(ws, timeout=10):
         messages.append(json.loads(raw))
         if messages[-1]["type"] in ("done", "error"):
             return messages
-
-
-def wait_for(condition, what, timeout=5):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.01)
 
 
 def test_the_factory_builds_from_settings(monkeypatch):

@@ -12,7 +12,7 @@ from simple_websocket import ConnectionClosed
 from app.ws import Desk, serve_socket
 from engine.scheduler import Limits, Scheduler
 
-from .conftest import slow_down
+from .conftest import slow_down, wait_for
 
 
 
@@ -168,7 +168,7 @@ def test_a_visitor_who_leaves_mid_answer_is_cancelled(engine, serve, caches, mon
     ws = FakeSocket(generate("bye", max_tokens=100), When(tokens_sent(3), ConnectionClosed(1001, "tab closed")))
     serve(ws)
     assert ws.types().count("token") < 100 and "done" not in ws.types()
-    _wait_idle(engine)
+    wait_for(lambda: idle(engine), "the engine is still busy with a request nobody reads")
     assert all(c.bytes_allocated == 0 for c in caches)
 
 
@@ -177,15 +177,8 @@ def test_a_dead_socket_on_send_cancels_the_request(engine, serve, caches, monkey
     ws = FakeSocket(generate("bye", max_tokens=100), fail_send_after=5)
     serve(ws)
     assert len(ws.sent) == 5
-    _wait_idle(engine)
+    wait_for(lambda: idle(engine), "the engine is still busy with a request nobody reads")
     assert all(c.bytes_allocated == 0 for c in caches)
-
-
-def _wait_idle(engine, timeout=5):
-    deadline = time.monotonic() + timeout
-    while not idle(engine):
-        assert time.monotonic() < deadline, "the engine is still busy with a request nobody reads"
-        time.sleep(0.005)
 
 
 def test_a_full_line_says_busy_and_closes_with_1013(tiny_model):
