@@ -1,9 +1,11 @@
+import json
 import threading
 import time
 from contextlib import contextmanager
 from types import SimpleNamespace
 
 import pytest
+from simple_websocket import Client
 
 import engine.sequence as sequence_module
 from app import create_app
@@ -36,6 +38,27 @@ class GatedModel(Model):
     def forward_steps(self, segments, all_logits=False):
         assert self.gate.wait(10), "test gate never opened"
         return (yield from super().forward_steps(segments, all_logits))
+
+
+def receive_until_done(ws, timeout=10):
+    """A real WebSocket client's messages up to and including done or error."""
+    messages = []
+    while True:
+        raw = ws.receive(timeout=timeout)
+        assert raw is not None, f"no message for {timeout} s; got {[m['type'] for m in messages]}"
+        messages.append(json.loads(raw))
+        if messages[-1]["type"] in ("done", "error"):
+            return messages
+
+
+def ask_over_socket(ws_url: str, **generate) -> list[dict]:
+    """Connect, send one generate message, and return every message of its answer."""
+    ws = Client.connect(ws_url)
+    try:
+        ws.send(json.dumps({"type": "generate", **generate}))
+        return receive_until_done(ws, timeout=30)
+    finally:
+        ws.close()
 
 
 def wait_for(condition, what: str, timeout: float = 5):

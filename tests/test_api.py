@@ -9,12 +9,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import openai
 import pytest
-from simple_websocket import Client
 
 from app import create_app
 from app.worker import EXTENSION
 
-from .conftest import slow_down, wait_for
+from .conftest import ask_over_socket, slow_down, wait_for
 
 
 @pytest.fixture
@@ -159,11 +158,7 @@ def test_models_health_and_metrics(live_server, client):
     client.completions.create(model="tiny", prompt="hi", max_tokens=5)
     with pytest.raises(openai.BadRequestError):
         client.completions.create(model="tiny", prompt="", max_tokens=5)
-    ws = Client.connect(live_server.ws)  # the page's requests count too
-    ws.send(json.dumps({"type": "generate", "prompt": "hi", "max_tokens": 3}))
-    while json.loads(ws.receive(timeout=10))["type"] != "done":
-        pass
-    ws.close()
+    ask_over_socket(live_server.ws, prompt="hi", max_tokens=3)  # the page's requests count too
     assert metric(live_server, 'word_factory:requests_total{model_name="tiny",outcome="finished"}') == finished + 2
     assert metric(live_server, 'word_factory:requests_total{model_name="tiny",outcome="rejected"}') == rejected + 1
     assert metric(live_server, 'vllm:generation_tokens_total{model_name="tiny"}') == generated + 8
@@ -238,15 +233,8 @@ def test_many_clients_at_once_all_complete(live_server, monkeypatch):
     slow_down(monkeypatch, live_server.engine.model, seconds=0.002)
 
     def visitor(i):
-        ws = Client.connect(live_server.ws)
-        try:
-            ws.send(json.dumps({"type": "generate", "prompt": f"visitor {i}", "max_tokens": 30}))
-            messages = []
-            while not messages or messages[-1]["type"] not in ("done", "error"):
-                messages.append(json.loads(ws.receive(timeout=30)))
-            return sum(m["type"] == "token" for m in messages), messages[-1]["stats"]["output_tokens"]
-        finally:
-            ws.close()
+        messages = ask_over_socket(live_server.ws, prompt=f"visitor {i}", max_tokens=30)
+        return sum(m["type"] == "token" for m in messages), messages[-1]["stats"]["output_tokens"]
 
     def api_client(i):
         client = openai.OpenAI(base_url=live_server.http + "/v1", api_key="EMPTY", max_retries=0, timeout=30)

@@ -7,7 +7,7 @@ import openai
 import pytest
 from simple_websocket import Client
 
-from .conftest import running_server, slow_down, wait_for
+from .conftest import ask_over_socket, running_server, slow_down, wait_for
 from .test_api import metric
 
 
@@ -25,15 +25,7 @@ def front(remote):
 
 
 def ask(server, **fields):
-    ws = Client.connect(server.ws)
-    try:
-        ws.send(json.dumps({"type": "generate", "prompt": "Why is the sky blue?", "max_tokens": 12, **fields}))
-        messages = []
-        while not messages or messages[-1]["type"] not in ("done", "error"):
-            messages.append(json.loads(ws.receive(timeout=30)))
-        return messages
-    finally:
-        ws.close()
+    return ask_over_socket(server.ws, **{"prompt": "Why is the sky blue?", "max_tokens": 12, **fields})
 
 
 def test_the_page_times_a_remote_engine_from_outside(front, remote):

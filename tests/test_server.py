@@ -17,23 +17,13 @@ from simple_websocket import Client, ConnectionClosed
 from app import create_app
 from app.worker import EXTENSION
 
-from .conftest import running_server, slow_down, wait_for
+from .conftest import receive_until_done, running_server, slow_down, wait_for
 from .test_ws import BAD_INPUTS
 
 
 def get(url, headers=None):
     with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=10) as r:
         return r.status, dict(r.headers), r.read()
-
-
-def receive_until_done(ws, timeout=10):
-    messages = []
-    while True:
-        raw = ws.receive(timeout=timeout)
-        assert raw is not None, f"no message for {timeout} s; got {[m['type'] for m in messages]}"
-        messages.append(json.loads(raw))
-        if messages[-1]["type"] in ("done", "error"):
-            return messages
 
 
 def test_the_factory_builds_from_settings(monkeypatch):
