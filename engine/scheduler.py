@@ -245,7 +245,7 @@ class Scheduler:
             return
         plan = self._plan()
         owner = {id(r.seq): r for r, _ in plan}
-        typed = sum(1 for r, tokens in plan if r.seq.read + len(tokens) >= len(r.seq.ids))  # tokens this step makes
+        typed = sum(1 for r, tokens in plan if r.seq.makes_token(tokens))  # tokens this step makes
         floor = None  # the step's Floor, made at its first token
         try:
             for seq, event in step(self.model, [(r.seq, tokens) for r, tokens in plan]):

@@ -85,6 +85,11 @@ class Sequence:
         self.feeding = len(tokens)
         return tokens
 
+    def makes_token(self, tokens: list[int]) -> bool:
+        """Whether feeding `tokens` this step ends in a token typed (a decode
+        step, or the chunk that finishes the prompt)."""
+        return self.read + len(tokens) >= len(self.ids)
+
     def progress(self, t: float, layers_done: int, layers_total: int) -> PrefillProgress:
         done = self.read + self.feeding * layers_done / layers_total
         return PrefillProgress(t, done / len(self.ids))
