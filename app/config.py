@@ -20,6 +20,14 @@ DEFAULTS = {
     "REQUEST_TIMEOUT_S": 600,  # a request unfinished this long after arriving is stopped
     "WS_PING_INTERVAL": 25,  # seconds; a client that stops answering pings is dropped
     "WARMUP": True,  # run one short request at start so no visitor's run is the cold one
+    # Recorded runs (share links, /r/<id>) and hosting:
+    "RUNS_DB": "",  # SQLite file of recorded runs; empty: instance/runs.sqlite3 beside the app
+    "RUNS_MAX": 10_000,  # the oldest runs are removed past this many...
+    "RUNS_MAX_BYTES": 512 * 1024 * 1024,  # ...or past this much stored text
+    "RATE_LIMIT_PER_MINUTE": 60,  # new generations per client address per minute (page and API together); 0: none
+    "PROXY_HOPS": 0,  # trusted proxies in front of the app: X-Forwarded-For/-Proto/-Host are read through this many
+    "ALLOWED_ORIGINS": "",  # comma-separated extra origins whose pages may open the WebSocket (https://x.example)
+    "FRAME_ANCESTORS": "*",  # who may frame /embed and /r/<id>: CSP frame-ancestors sources, space-separated
     # Time a remote OpenAI-compatible engine instead of the embedded model (operators only):
     "REMOTE_BASE_URL": "",  # e.g. http://127.0.0.1:8001/v1 for vLLM; empty: the embedded model
     "REMOTE_MODEL": "",  # the name the remote engine serves

@@ -22,8 +22,8 @@ from engine.sampling import SamplingParams
 from engine.scheduler import EngineStopped, QueueFull, Request, Scheduler
 
 from . import wire
-from .worker import (BUSY, RETRY_AFTER_S, STOPPED, context_length, events_until_end, metrics, scheduler,
-                     served_model)
+from .worker import (BUSY, RETRY_AFTER_S, STOPPED, context_length, events_until_end, metrics, rate_limit_text,
+                     rate_limited, scheduler, served_model)
 
 bp = Blueprint("openai", __name__, url_prefix="/v1")
 ERROR_TYPES = {400: "BadRequestError", 404: "NotFoundError", 405: "MethodNotAllowedError",
@@ -37,25 +37,26 @@ NO_OP_FIELDS = {"top_p": (None, 1, 1.0), "frequency_penalty": (None, 0, 0.0), "p
 
 
 class APIError(Exception):
-    def __init__(self, status: int, message: str, param: str | None = None):
+    def __init__(self, status: int, message: str, param: str | None = None, retry_after_s: int = RETRY_AFTER_S):
         super().__init__(message)
-        self.status, self.message, self.param = status, message, param
+        self.status, self.message, self.param, self.retry_after_s = status, message, param, retry_after_s
 
 
 def error_body(status: int, message: str, param: str | None = None) -> dict:
     return {"error": {"message": message, "type": ERROR_TYPES.get(status, "Error"), "param": param, "code": status}}
 
 
-def error_response(status: int, message: str, param: str | None = None) -> Response:
+def error_response(status: int, message: str, param: str | None = None,
+                   retry_after_s: int = RETRY_AFTER_S) -> Response:
     response = Response(json.dumps(error_body(status, message, param)), status, mimetype="application/json")
     if status in (429, 503):
-        response.headers["Retry-After"] = str(RETRY_AFTER_S)
+        response.headers["Retry-After"] = str(retry_after_s)
     return response
 
 
 @bp.errorhandler(APIError)
 def api_error(e: APIError):
-    return error_response(e.status, e.message, e.param)
+    return error_response(e.status, e.message, e.param, e.retry_after_s)
 
 
 @dataclass(frozen=True)
@@ -152,6 +153,9 @@ def completions():
     """Complete a prompt, streamed (server-sent events) or in one response."""
     try:
         completion = parse_completion(wire.loads(request.get_data(cache=False), "the request body"))
+        wait_s = rate_limited()
+        if wait_s is not None:
+            raise APIError(429, rate_limit_text(wait_s), retry_after_s=wait_s)
         running = submit(completion)
     except wire.WireError as e:
         metrics().rejected()

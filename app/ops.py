@@ -1,7 +1,6 @@
 """What operators and their tools poll: /health and /metrics."""
 
-from flask import Blueprint, Response, request
-from werkzeug.exceptions import HTTPException
+from flask import Blueprint, Response
 
 from .openai_api import error_response
 from .worker import metrics, scheduler
@@ -21,14 +20,3 @@ def health():
 def prometheus():
     """Prometheus text format, vLLM's metric names."""
     return Response(metrics().render(), mimetype="text/plain; version=0.0.4; charset=utf-8")
-
-
-def api_http_error(e: HTTPException):
-    """The API's error shape for HTTP errors on /v1/ (unknown path, wrong
-    method, body too large); the pages keep Flask's own."""
-    if request.path.startswith("/v1/"):
-        response = error_response(e.code, e.description)
-        if e.code == 405:
-            response.headers["Allow"] = ", ".join(e.valid_methods or [])
-        return response
-    return e

@@ -16,7 +16,7 @@ PLOTLY_JS = files("plotly") / "package_data" / "plotly.min.js"
 @bp.get("/")
 def index():
     """The main page: type a question, watch the four machines and the stopwatches."""
-    return render_template("index.html", page_config=page_config())
+    return render_template("index.html", page_config=page_config(), script="main.js")
 
 
 @bp.get("/vendor/plotly.min.js")
@@ -26,20 +26,21 @@ def plotly_js():
     return send_file(PLOTLY_JS, mimetype="text/javascript", max_age=86400)
 
 
-def page_config() -> dict:
-    """What the page's scripts need to know about this server; for a remote
-    engine, only what can be known from outside."""
+def page_config(model: str | None = None, remote: bool | None = None) -> dict:
+    """What the page's scripts need to know about this server (or, for a
+    replay, about the model a run was recorded on); for a remote engine,
+    only what can be known from outside."""
     c = current_app.config
     config = {
-        "model": served_model(),
-        "remote": bool(c["REMOTE_BASE_URL"]),
+        "model": model or served_model(),
+        "remote": bool(c["REMOTE_BASE_URL"]) if remote is None else remote,
         "kv_budget_bytes": c["KV_BUDGET_BYTES"],
         "max_tokens_limit": c["MAX_TOKENS_LIMIT"],
         "default_max_tokens": c["DEFAULT_MAX_TOKENS"],
         "presets": {str(n): question(n) for n in SEED_SIZES},
     }
     if not config["remote"]:
-        model = preset(c["MODEL"])
-        config.update(n_layer=model.n_layer, n_ctx=model.n_ctx, n_params=model.n_params,
-                      kv_bytes_per_token=model.kv_bytes_per_token)
+        shape = preset(config["model"])
+        config.update(n_layer=shape.n_layer, n_ctx=shape.n_ctx, n_params=shape.n_params,
+                      kv_bytes_per_token=shape.kv_bytes_per_token)
     return config

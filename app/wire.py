@@ -10,7 +10,9 @@ Server -> client (t_ms: milliseconds since the server received the request):
     queued {position}  tokenized {ids, pieces}  prefill_progress {fraction}
     prefilled {prompt_tokens, kv_bytes}
     token {index, id, text, kv_bytes, batch, seats, seat, factory_tokens, factory_kv_bytes}
-    done {finish_reason, stats | null}  error {message}
+    done {finish_reason, stats | null, run_id?, share_url?, share_key?}: a finished answer is recorded; its
+        link replays it, and share_key (only this visitor gets it) lets the page add its browser's times
+    error {message, retry_after_s?}: retry_after_s when the address asked too often (the per-address limit)
     busy {message, retry_after_s}, then the socket closes with 1013
     notice {message}: something to know about the figures (a remote engine's chunks that are not tokens)
 A remote engine is timed from outside: its tokenized ids are [], a token's id and kv_bytes are null.
@@ -150,8 +152,12 @@ def stats_message(stats: Stats) -> dict:
     }
 
 
-def error_message(text: str) -> dict:
-    return {"type": "error", "message": text}
+def error_message(text: str, retry_after_s: int | None = None) -> dict:
+    """An error; with retry_after_s when asking again later will work (the per-address limit)."""
+    message = {"type": "error", "message": text}
+    if retry_after_s is not None:
+        message["retry_after_s"] = retry_after_s
+    return message
 
 
 def busy_message(text: str, retry_after_s: int) -> dict:

@@ -17,6 +17,17 @@ from engine.kv_cache import KVCache
 from engine.model import Model
 
 
+@pytest.fixture(scope="session", autouse=True)
+def app_settings(tmp_path_factory):
+    """Every app a test builds records its runs in a scratch database, not
+    the repo's instance/, and has no per-address limit (every test client is
+    127.0.0.1) unless a test sets one."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("WF_RUNS_DB", str(tmp_path_factory.mktemp("runs") / "runs.sqlite3"))
+        mp.setenv("WF_RATE_LIMIT_PER_MINUTE", "0")
+        yield
+
+
 @pytest.fixture(scope="session")
 def tiny_config():
     return preset("tiny")

@@ -5,9 +5,12 @@ Skipped with a reason when Chromium is missing, except in CI (CI=true), where
 a missing browser is a failure: .ci/run installs Debian's chromium package.
 """
 
+import http.server
 import os
 import re
-from urllib.parse import urlsplit
+import threading
+from types import SimpleNamespace
+from urllib.parse import quote, urlsplit
 
 import pytest
 
@@ -184,3 +187,83 @@ def test_charts_follow_the_visitors_colour_scheme(page):
     dark = page.evaluate(fonts)
     assert len(set(light)) == len(set(dark)) == 1 and light != dark
     assert page.errors == []
+
+
+@pytest.fixture
+def other_site():
+    """A page of another origin (another port) with whatever HTML a test sets."""
+    pages = {}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 -- the stdlib's name
+            body = pages.get(self.path, "").encode()
+            self.send_response(200 if body else 404)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield SimpleNamespace(url=f"http://127.0.0.1:{server.server_port}", pages=pages)
+    server.shutdown()
+    server.server_close()
+
+
+def shared_run(page, prompt, max_tokens):
+    """Ask on the live page, press Share; the run's link and its answer."""
+    ask(page, prompt, max_tokens)
+    expect(page.locator("#status")).to_have_text(re.compile(rf"^done: {max_tokens} tokens"))
+    page.click("#share-button")
+    expect(page.locator("#status")).to_have_text(re.compile("link copied|link is selected"))
+    return page.input_value("[data-share-link]"), page.inner_text("#answer")
+
+
+def test_an_embed_on_another_site_streams_and_fits_its_frame(browser, page, live_server, other_site):
+    """The page's own copy-paste snippet on a blog of another origin, pointed at a live question."""
+    shared_run(page, PROMPT, 4)
+    snippet = page.input_value("#embed-snippet")
+    src = re.search(r'src="([^"]+)"', snippet)[1]
+    live = f"{live_server.http}/embed?prompt={quote(PROMPT)}&max_tokens=16&autoplay=1&theme=dark"
+    other_site.pages["/post"] = f"<!doctype html><title>A blog</title><link rel=icon href=data:,><h1>My post</h1>{snippet.replace(src, live)}"
+    context = browser.new_context()  # the real CSP of the embed; the blog itself has none
+    blog = context.new_page()
+    problems = []
+    blog.on("console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None)
+    blog.goto(other_site.url + "/post")
+    frame = blog.frame_locator("iframe")
+    expect(frame.locator("#status")).to_have_text(re.compile(r"^done: 16 tokens"), timeout=15000)
+    assert len(frame.locator("#answer").inner_text()) > 0
+    # the frame told the blog its height and the snippet's listener applied it
+    blog.wait_for_function("() => document.querySelector('iframe').style.height.endsWith('px')")
+    frame_height = blog.evaluate("() => parseInt(document.querySelector('iframe').style.height)")
+    content_height = frame.locator("html").evaluate("e => Math.ceil(e.getBoundingClientRect().height)")
+    assert frame_height == content_height > 300
+    context.close()
+    assert problems == []
+
+
+def test_a_shared_run_replays_the_same_in_a_fresh_browser(browser, page, live_server):
+    link, answer = shared_run(page, PROMPT, 30)
+    assert link.startswith(live_server.http + "/r/")
+    for finish in ("#to-end", "#play"):
+        context = browser.new_context(bypass_csp=True)
+        replay = context.new_page()
+        errors = []
+        replay.on("pageerror", lambda e, seen=errors: seen.append(str(e)))
+        replay.goto(link)
+        expect(replay.locator("#status")).to_have_text(re.compile("sharer's browser clock"))
+        if finish == "#play":
+            replay.select_option("#speed", "4")
+        replay.click(finish)
+        expect(replay.locator("#status")).to_have_text(re.compile(r"^done: 30 tokens"))
+        expect(replay.locator("#play")).to_have_text("Replay")
+        assert replay.inner_text("#answer") == answer
+        replay.wait_for_function("() => document.getElementById('timeline').data[3].x.length === 30")
+        ticks = replay.evaluate("() => document.getElementById('timeline').data.map(t => t.x.length)")
+        assert ticks[3:5] == [30, 30]  # the server's ticks and the sharer's browser's
+        assert replay.locator("#chips .chip").count() == 20
+        context.close()
+        assert errors == []

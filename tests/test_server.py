@@ -52,7 +52,9 @@ def test_the_page_is_served_with_its_config_and_a_strict_policy(live_server):
     assert config["n_ctx"] == 128 and config["kv_bytes_per_token"] == 2 * 2 * 64 * 4
     assert set(config["presets"]) == {"64", "256", "1024"} and len(config["presets"]["256"]) == 256
     assert "script-src 'self'" in headers["Content-Security-Policy"]
-    assert "frame-ancestors 'none'" in headers["Content-Security-Policy"]
+    # only this site may frame the main page (the embed and replays are for others: test_share.py)
+    assert "frame-ancestors 'self'" in headers["Content-Security-Policy"]
+    assert headers["X-Frame-Options"] == "SAMEORIGIN"
 
 
 def test_plotly_comes_from_the_installed_package_and_is_cached(live_server):

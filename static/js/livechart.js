@@ -2,10 +2,10 @@
 // through a throttled `flush`, and recoloured when the visitor's colour
 // scheme changes. A chart defines traces(t), layout(t), colours(t) (the
 // per-trace colour update) and flush(), and calls reset() once its own
-// fields are set.
+// fields are set. An element's data-height makes the chart compact.
 
 import { throttledToFrames } from "./frame.js";
-import { theme, baseLayout, PLOT_CONFIG } from "./theme.js";
+import { DARK, theme, baseLayout, PLOT_CONFIG } from "./theme.js";
 
 const { Plotly } = window;
 
@@ -13,12 +13,18 @@ class LiveChart {
   constructor(el) {
     this.el = el;
     this.schedule = throttledToFrames(() => this.flush());
-    matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => this.recolour());
+    DARK.addEventListener("change", () => this.recolour());
   }
 
   draw() {
     const t = theme();
-    Plotly.react(this.el, this.traces(t), { ...baseLayout(t), ...this.layout(t) }, PLOT_CONFIG);
+    const layout = { ...baseLayout(t), ...this.layout(t) };
+    if (this.el.dataset.height) {
+      // a compact page (the embed): its own size, and no room for a legend (hovering names each trace)
+      Object.assign(layout, { height: Number(this.el.dataset.height), showlegend: false,
+                              margin: { l: 52, r: 40, t: 10, b: 40 } });
+    }
+    Plotly.react(this.el, this.traces(t), layout, PLOT_CONFIG);
   }
 
   recolour() {

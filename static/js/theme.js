@@ -1,7 +1,18 @@
 // Chart colours from the page's CSS variables, so charts follow light and dark.
+// The stylesheet writes each colour as light-dark(light, dark); Plotly needs
+// the one in force: the page's data-theme if set, else the visitor's setting.
+
+const DARK = matchMedia("(prefers-color-scheme: dark)");
+
+function isDark() {
+  const forced = document.documentElement.dataset.theme;
+  return forced ? forced === "dark" : DARK.matches;
+}
 
 function cssVar(name) {
-  return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+  const value = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+  const pair = /^light-dark\(\s*([^,]+),\s*([^)]+)\)$/.exec(value);
+  return pair ? pair[isDark() ? 2 : 1].trim() : value;
 }
 
 function theme() {
@@ -30,4 +41,4 @@ function baseLayout(t) {
 
 const PLOT_CONFIG = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["select2d", "lasso2d"] };
 
-export { theme, baseLayout, PLOT_CONFIG };
+export { DARK, theme, baseLayout, PLOT_CONFIG };

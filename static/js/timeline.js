@@ -72,11 +72,12 @@ class Timeline extends LiveChart {
     onNextFrame(() => this.restyle(READ, { y: [["server"]], base: [[start]], x: [[now - start]], hovertext: [[label]] }));
   }
 
-  // One token: its decode tick (server ms), its arrival tick (browser ms)
-  // and how many requests shared its step.
+  // One token: its decode tick (server ms), its arrival tick (browser ms,
+  // null when unknown: a replay without the sharer's times) and how many
+  // requests shared its step.
   token(serverMs, browserMs, serverLabel, browserLabel, batch) {
     this.pending.server.push([serverMs, serverLabel, batch]);
-    this.pending.browser.push([browserMs, browserLabel]);
+    if (browserMs !== null) this.pending.browser.push([browserMs, browserLabel]);
     this.schedule();
   }
 
