@@ -51,16 +51,20 @@ def _reject_constant(name):
 
 
 def loads(raw: str | bytes, what: str = "message"):
-    """JSON as this server accepts it: no NaN or Infinity, no absurd nesting;
-    WireError otherwise."""
+    """JSON as this server accepts it: no NaN or Infinity, no absurd nesting,
+    no integer of thousands of digits; WireError otherwise."""
     try:
         return json.loads(raw, parse_constant=_reject_constant)
+    except WireError:  # NaN or Infinity, named by _reject_constant
+        raise
     except RecursionError:
         raise WireError(f"{what} is nested too deeply") from None
     except UnicodeDecodeError:
         raise WireError(f"{what} is not UTF-8 text") from None
     except json.JSONDecodeError as e:
         raise WireError(f"{what} is not valid JSON: {e.msg} at character {e.pos}") from None
+    except ValueError:  # Python refuses integers over 4,300 digits (a guard against quadratic parsing)
+        raise WireError(f"{what} holds a number too long to read") from None
 
 
 def parse_message(raw, max_tokens_limit: int, default_max_tokens: int) -> Generate | Cancel:

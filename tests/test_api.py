@@ -116,6 +116,8 @@ def test_errors_raise_the_sdks_exceptions_with_param(client, change, error, para
     (b'{"model": "tiny", "prompt": "x", "max_tokens": "5"}', 'max_tokens must be a whole number, got "5"'),
     (b'{"model": "tiny", "prompt": "x", "stream": "yes"}', "stream must be true or false"),
     (b'{"prompt": "\xc3("}', "not UTF-8"),
+    (b'{"model": "tiny", "prompt": "x", "max_tokens": 1' + b"0" * 5000 + b"}", "number too long"),
+    (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
 ])
 def test_malformed_bodies_get_400(live_server, body, message):
     status, headers, payload = raw_post(live_server, body)

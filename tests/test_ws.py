@@ -124,6 +124,9 @@ BAD_INPUTS = [
     (generate("x", max_tokens=101), "from 1 to 100"),
     (generate("x", temperature=-0.5), "temperature must be"),
     (generate("\ud800"), "not valid Unicode"),
+    ('{"type": "generate", "prompt": "x", "max_tokens": 1' + "0" * 5000 + "}", "number too long"),
+    ('{"type": "generate", "prompt": "x", "temperature": 1e999}', "temperature must be a finite number"),
+    ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
 ]
 
 
