@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 
 from .errors import ParamError
 from .events import Done, Failed, Floor, Queued, Token
+from .memory import release_free_memory
 from .model import Model
 from .sampling import GREEDY, SamplingParams
 from .sequence import READ_CHUNK, Sequence, check_request, step
@@ -174,7 +175,10 @@ class Scheduler:
             self._deliver(request, Queued(now, position))
 
     def _loop(self):
+        fell_idle = False
         while True:
+            if fell_idle:
+                release_free_memory()  # the crowd has gone: give its freed caches back, while nobody waits
             with self._wakeup:
                 while not self._waiting and not self._running and not self._stopping:
                     self._wakeup.wait()
@@ -184,6 +188,7 @@ class Scheduler:
             for request in admitted:
                 self._deliver(request, request.seq.tokenized_event())
             self._step()
+            fell_idle = not self._running and not self._waiting  # a benign race: at worst one trim too many or few
 
     def _admit(self) -> list[Request]:
         """Move requests from the line to the bus, in arrival order, while the

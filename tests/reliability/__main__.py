@@ -15,8 +15,6 @@ that never answer pings are dropped within the run.
 
 import argparse
 import json
-import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,7 +23,8 @@ from pathlib import Path
 
 from . import phases
 from .browser_checks import render_inertly
-from .server import ROOT, Server
+from .report import format_phase, markdown
+from .server import Server
 
 
 @dataclass(frozen=True)
@@ -83,29 +82,6 @@ def run(profile: Profile, names: list[str], workdir: Path, out=print) -> list[ph
     finally:
         server.stop()
     return results
-
-
-def format_phase(phase: phases.Phase) -> str:
-    lines = [f"\n== {phase.name} ({phase.seconds:.0f} s): {'PASS' if phase.passed else 'FAIL'}"]
-    lines += [f"   {k:<52} {v}" for k, v in phase.figures.items()]
-    lines += [f"   [{'ok' if ok else 'FAIL'}] {what}" + (f" -- {detail}" if detail and not ok else "")
-              for what, ok, detail in phase.checks]
-    return "\n".join(lines)
-
-
-def markdown(results: list[phases.Phase], profile_name: str, seconds: float) -> str:
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True).stdout.strip() or "unknown"
-    lines = [f"Last run: commit `{commit}`, profile `{profile_name}`, {time.strftime('%Y-%m-%d')}, "
-             f"{platform.machine()} Linux, {seconds:.0f} s in all: "
-             f"**{'all checks passed' if all(p.passed for p in results) else 'SOME CHECKS FAILED'}**.", ""]
-    for phase in results:
-        lines += [f"### {phase.name} — {'pass' if phase.passed else 'FAIL'} ({phase.seconds:.0f} s)", "",
-                  "| figure | value |", "|---|---|"]
-        lines += [f"| {k} | {v} |" for k, v in phase.figures.items()]
-        lines += ["", f"{sum(ok for _, ok, _ in phase.checks)} of {len(phase.checks)} checks passed"
-                  + ("" if phase.passed else ": failed: " + "; ".join(w for w, ok, _ in phase.checks if not ok)), ""]
-    return "\n".join(lines)
 
 
 def main(argv=None) -> int:

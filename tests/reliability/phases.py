@@ -220,32 +220,50 @@ def faults(server: Server, p) -> Phase:
     baseline = server.sample()
     with ThreadPoolExecutor(p.fault_concurrency) as pool:
         left = list(pool.map(vanish, [server] * p.vanish, range(p.vanish), [p.vanish_tokens] * p.vanish))
-    # Clients that stay: half stop reading mid-answer, half never send anything at all.
+    # Clients that stay: some stop reading mid-answer, some never send anything at all.
     stalled = []
     for n in range(p.stall):
         ws = RawSocket("127.0.0.1", server.port, {"X-Forwarded-For": address(4, n)})
-        ws.send_json({"type": "generate", "prompt": "then I stop reading", "max_tokens": p.max_tokens})
-        stalled.append(ws.sock)  # never read again, never closed: pings go unanswered too
-    silent = []
+        ws.send_json({"type": "generate", "prompt": "then I stop reading", "max_tokens": p.vanish_tokens})
+        stalled.append(ws.sock)  # never read again, never closed: its pings go unanswered too
+    silent_ws, silent_tcp = [], []
     for n in range(p.silent):
         if n % 2:
-            silent.append(socket.create_connection(("127.0.0.1", server.port)))  # not even an HTTP request
+            silent_tcp.append(socket.create_connection(("127.0.0.1", server.port)))  # not even an HTTP request
         else:
-            silent.append(RawSocket("127.0.0.1", server.port, {"X-Forwarded-For": address(5, n)}).sock)
+            silent_ws.append(RawSocket("127.0.0.1", server.port, {"X-Forwarded-For": address(5, n)}).sock)
     held = time.monotonic()
-    time.sleep(p.hold_s)  # meanwhile the server's pings go unanswered
+    time.sleep(p.hold_s / 2)
     during = server.metrics()
-    for sock in stalled + silent:
+    time.sleep(p.hold_s / 2)  # by now every WebSocket has missed at least one pong
+    dropped = sum(closed_by_server(sock) for sock in stalled + silent_ws)
+    for sock in stalled + silent_ws + silent_tcp:
         sock.close()
     phase.figures.update({
         "vanished mid-answer (closed / reset / half-read SSE / reset SSE)": p.vanish,
         "stopped reading / never sent": f"{p.stall} / {p.silent}, held {time.monotonic() - held:.0f} s",
         "engine while they were held": f"running {during['running']:.0f}, waiting {during['waiting']:.0f}",
+        "WebSockets the server dropped for unanswered pings": f"{dropped} of {len(stalled) + len(silent_ws)}",
     })
+    phase.check("every WebSocket that never answered a ping was dropped by the server",
+                dropped == len(stalled) + len(silent_ws), f"{dropped}")
     phase.check("every vanishing client left mid-answer (after 2 of its tokens)", all(left),
                 f"{sum(left)} of {len(left)}")
     wait_until_idle(server, phase, baseline)
     return phase
+
+
+def closed_by_server(sock: socket.socket) -> bool:
+    """Whether the server has closed this connection (whatever it sent before is read and dropped)."""
+    sock.settimeout(2)
+    try:
+        while sock.recv(1 << 16):
+            pass
+        return True
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
 
 
 # ---------------------------------------------------------------- bad input
@@ -497,9 +515,9 @@ def soak(server: Server, p) -> Phase:
     baseline = server.sample()
     with ThreadPoolExecutor(4) as pool:
         list(pool.map(one, range(len(kinds)), kinds))
-    peak = max(s["rss_mb"] for s in samples) if samples else baseline["rss_mb"]
-    phase.figures.update({"short generations / aborted": f"{p.soak_short} / {p.soak_abort}",
-                          "failed": len(failed), "RSS MB peak during": f"{peak:.0f}"})
+    phase.figures.update({"short generations / aborted": f"{p.soak_short} / {p.soak_abort}", "failed": len(failed),
+                          "RSS MB every 100 requests": " ".join(f"{s['rss_mb']:.0f}" for s in samples),
+                          "threads every 100 requests": " ".join(str(s["threads"]) for s in samples)})
     phase.check("every short generation completed, every aborted one got going", not failed, "; ".join(failed[:3]))
     wait_until_idle(server, phase, baseline)
     return phase
