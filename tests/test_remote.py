@@ -2,6 +2,7 @@
 (the "remote" engine), over real HTTP, as an operator would configure it."""
 
 import json
+import urllib.request
 
 import openai
 import pytest
@@ -70,3 +71,13 @@ def test_cancel_reaches_a_remote_request(front, remote, monkeypatch):
     assert last["type"] == "done" and last["finish_reason"] == "cancelled"
     # the front hung up on the remote, which stopped typing for nobody
     wait_for(lambda: remote.engine.running == 0, "the remote engine kept typing a cancelled answer")
+
+
+def test_a_remote_run_replays_without_what_could_not_be_seen(front):
+    done = ask(front)[-1]
+    with urllib.request.urlopen(front.http + done["share_url"], timeout=10) as r:
+        page = r.read().decode()
+    config = json.loads(page.split('<script type="application/json" id="page-config">')[1].split("</script>")[0])
+    assert config["remote"] is True and "kv_bytes_per_token" not in config
+    assert 'id="kvchart"' not in page and "cannot be seen from outside" in page
+    assert [m["type"] for m in config["run"]["messages"]].count("token") == 12
