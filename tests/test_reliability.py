@@ -19,7 +19,7 @@ def test_the_smallest_profile_holds(tmp_path):
 def test_a_vanishing_client_is_told_apart_from_one_that_never_got_going(tmp_path):
     """The fault clients report whether they really left mid-answer, so a
     refused request cannot pass for a vanished one."""
-    from .reliability.phases import vanish
+    from .reliability.faults import vanish
     from .reliability.server import Server
 
     server = Server(tmp_path, "tiny", {"PROXY_HOPS": 1})

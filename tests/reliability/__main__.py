@@ -21,7 +21,13 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from . import phases
+from .bad_input import bad_input
+from .faults import faults
+from .load import load
+from .persistence import persistence
+from .phase import Phase
+from .security import security
+from .soak import soak
 from .browser_checks import render_inertly
 from .report import format_phase, markdown
 from .server import Server
@@ -57,24 +63,24 @@ PROFILES = {
                      hold_s=4, ping_interval=1, fault_pool=16, fault_concurrency=4, persistence_clients=2,
                      persistence_runs=10, soak_short=40, soak_abort=16),
 }
-PHASES = ["load", "faults", "bad_input", "security", "persistence", "soak"]
+# Each phase runs against the live server with the profile and returns a Phase of figures and checks.
+PHASES = {"load": load, "faults": faults, "bad_input": bad_input,
+          "security": lambda server, profile: security(server, profile, render_inertly),
+          "persistence": persistence, "soak": soak}
 
 
-def run(profile: Profile, names: list[str], workdir: Path, out=print) -> list[phases.Phase]:
+def run(profile: Profile, names: list[str], workdir: Path, out=print) -> list[Phase]:
     server = Server(workdir, profile.model, {"PROXY_HOPS": 1, "WS_PING_INTERVAL": profile.ping_interval})
     results = []
     server.start()
     try:
         for name in names:
             started = time.monotonic()
-            if name == "security":
-                phase = phases.security(server, profile, render_inertly)
-            else:
-                phase = getattr(phases, name)(server, profile)
+            phase = PHASES[name](server, profile)
             phase.seconds = time.monotonic() - started
             out(format_phase(phase))
             results.append(phase)
-        final = phases.Phase("server log")
+        final = Phase("server log")
         problems = server.log_problems()
         final.check("no traceback or unhandled error in the server's log", not problems, "; ".join(problems[:3]))
         results.append(final)
