@@ -25,9 +25,11 @@ import time
 import numpy as np
 
 from .config import DEFAULT_PRESET, PRESETS, preset
+from .events import Done, Failed
 from .kv_cache import KVCache
 from .model import Model
 from .questions import question
+from .scheduler import Limits, Scheduler
 from .sequence import Sequence, step
 from .stopwatch import percentile
 
@@ -135,6 +137,78 @@ def run_concurrency(model: Model, batches, repeats: int, out=sys.stderr) -> list
     return rows
 
 
+def interference(model: Model, step_tokens: int, streams: int = 4) -> dict:
+    """A long prompt (1,024 tokens, or half the context of a smaller model)
+    arriving while `streams` requests type, through the real scheduler with
+    `step_tokens` rows per step: the streams' gaps before it came and while
+    it was read (from its arrival to its first token), and its TTFT against
+    the same prompt on an idle factory."""
+    n_ctx = model.config.n_ctx
+    prompt_tokens = min(1024, n_ctx // 2)
+    engine = Scheduler(model, Limits(step_tokens=step_tokens))
+    try:
+        alone = engine.submit(question(prompt_tokens), 1)
+        wait_done(alone)
+        idle_ttft = alone.token_times[0] - alone.arrived
+        stream_prompt = min(64, n_ctx // 8)  # long enough answers to outlast the measurement, within the KV budget
+        typing = [engine.submit(question(stream_prompt), min(600, n_ctx - stream_prompt)) for _ in range(streams)]
+        wait_until(lambda: min(len(r.token_times) for r in typing) >= 60)
+        long = engine.submit(question(prompt_tokens), 1)
+        wait_done(long)
+        first = long.token_times[0]
+        ends_before = min(len(r.token_times) for r in typing)
+        wait_until(lambda: min(len(r.token_times) for r in typing) >= ends_before + 10)
+        for r in typing:
+            r.cancel()
+        before, during = [], []
+        for r in typing:
+            times = r.token_times
+            for a, b in zip(times[10:], times[11:]):  # the first few steps share the bus with the others' prompts
+                if b <= long.arrived:
+                    before.append(b - a)
+                elif b <= first:
+                    during.append(b - a)
+    finally:
+        engine.close(timeout=10)
+    p50 = percentile(before, 0.5)
+    return {"step_tokens": step_tokens, "prompt_tokens": prompt_tokens, "itl_p50_before_ms": p50 * 1e3,
+            "itl_p50_during_ms": percentile(during, 0.5) * 1e3, "itl_p99_during_ms": percentile(during, 0.99) * 1e3,
+            "itl_ratio": percentile(during, 0.99) / p50, "ttft_ms": (first - long.arrived) * 1e3,
+            "idle_ttft_ms": idle_ttft * 1e3, "ttft_ratio": (first - long.arrived) / idle_ttft}
+
+
+def wait_done(request):
+    wait_until(lambda: any(isinstance(e, (Done, Failed)) for e in drain_now(request)))
+
+
+def wait_until(condition, seconds: float = 300):
+    """Poll `condition`; a benchmark that cannot finish says so instead of hanging."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the interference benchmark made no progress for {seconds:.0f} s")
+        time.sleep(0.005)
+
+
+def drain_now(request) -> list:
+    events = []
+    while not request.events.empty():
+        events.append(request.events.get_nowait())
+    return events
+
+
+def format_interference(rows) -> str:
+    lines = [f"A {rows[0]['prompt_tokens']}-token prompt arriving while 4 streams type (targets: their ITL p99 "
+             "while it is read <= 2x their p50 before it came; its TTFT <= 2.5x on an idle factory)",
+             f"{'step tokens':>11} {'p50 before':>10} {'p50 during':>10} {'p99 during':>10} {'p99/p50':>8} "
+             f"{'TTFT ms':>8} {'idle ms':>8} {'TTFT/idle':>9}"]
+    for r in rows:
+        lines.append(f"{r['step_tokens']:>11} {r['itl_p50_before_ms']:>10.1f} {r['itl_p50_during_ms']:>10.1f} "
+                     f"{r['itl_p99_during_ms']:>10.1f} {r['itl_ratio']:>8.2f} {r['ttft_ms']:>8.0f} "
+                     f"{r['idle_ttft_ms']:>8.0f} {r['ttft_ratio']:>9.2f}")
+    return "\n".join(lines)
+
+
 def format_concurrency(rows) -> str:
     lines = [f"{'batch':>6} {'ITL p50':>8} {'ITL p99':>8} {'tok/s each':>11} {'tok/s factory':>14} "
              f"{'floor ms':>9} {'ratio':>6}"]
@@ -162,15 +236,24 @@ def main(argv=None):
     p.add_argument("--only", choices=["decode", "prefill"], help="run one kind of case")
     p.add_argument("--concurrency", type=lambda v: [int(b) for b in v.split(",")], metavar="B,B,...",
                    help="measure batched decode at these batch sizes instead (e.g. 1,2,4,8,16,32)")
+    p.add_argument("--interference", type=lambda v: [int(b) for b in v.split(",")], metavar="T,T,...",
+                   help="instead: a 1,024-token prompt arriving while 4 streams type, with these step token "
+                        "budgets (WF_STEP_TOKENS), e.g. 16,24,32")
     p.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
     args = p.parse_args(argv)
     config = preset(args.model)
-    if not args.concurrency and (max(args.sizes) >= config.n_ctx or min(args.sizes) < 1):
+    if not (args.concurrency or args.interference) and (max(args.sizes) >= config.n_ctx or min(args.sizes) < 1):
         p.error(f"sizes must be between 1 and {config.n_ctx - 1} for {args.model}")
     if args.concurrency and min(args.concurrency) < 1:
         p.error("--concurrency takes batch sizes >= 1")
+    if args.interference and min(args.interference) < 2:
+        p.error("--interference takes step token budgets >= 2 (4 streams' tokens and a piece of the prompt)")
     print(f"building {args.model} ({config.n_params / 1e6:.0f}M parameters)...", file=sys.stderr, flush=True)
     model = Model(config)
+    if args.interference:
+        rows = [interference(model, t) for t in args.interference]
+        print(json.dumps(rows, indent=1) if args.json else format_interference(rows))
+        return
     if args.concurrency:
         rows = run_concurrency(model, args.concurrency, args.repeats)
         print(json.dumps(rows, indent=1) if args.json else format_concurrency(rows))

@@ -81,6 +81,10 @@ class Sequence:
     def next_tokens(self, budget: int) -> list[int]:
         """What to feed the model this step: the next chunk of at most `budget`
         prompt tokens while reading, else the token typed last."""
+        if self.read == 0:
+            # The whole prompt will be read: room for it now, not ~20 growths that each copy the cache while
+            # everyone's step waits (np.empty: the pages are only taken as the chunks fill them).
+            self.cache.reserve(len(self.ids) + 1)
         tokens = self.ids[self.read : self.read + budget] if self.prefilling else [self.last_id]
         self.feeding = len(tokens)
         return tokens

@@ -62,3 +62,14 @@ def test_bench_measures_the_bus_at_each_batch_size():
         assert r["itl_p99_ms"] >= r["itl_p50_ms"] > 0 and r["floor_ms"] > 0
     bad = run("engine.bench", "--model", "tiny", "--concurrency", "0")
     assert bad.returncode == 2 and "batch sizes >= 1" in bad.stderr
+
+
+def test_bench_measures_a_long_prompt_arriving_among_typists():
+    out = run("engine.bench", "--model", "tiny", "--interference", "8,16", "--json")
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)
+    assert [r["step_tokens"] for r in rows] == [8, 16] and rows[0]["prompt_tokens"] == 64  # half the tiny context
+    for r in rows:
+        assert r["itl_p99_during_ms"] >= r["itl_p50_during_ms"] > 0 and r["itl_p50_before_ms"] > 0
+        assert r["ttft_ratio"] == pytest.approx(r["ttft_ms"] / r["idle_ttft_ms"])
+        assert r["itl_ratio"] == pytest.approx(r["itl_p99_during_ms"] / r["itl_p50_before_ms"])

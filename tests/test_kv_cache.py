@@ -5,6 +5,7 @@ import pytest
 
 from engine.config import preset
 from engine.kv_cache import GROW_TOKENS, KVCache
+from engine.sequence import Sequence, step
 
 
 def test_grows_with_use_not_to_the_whole_context():
@@ -37,3 +38,15 @@ def test_growth_stops_at_the_context(tiny_config):
     assert cache.capacity == tiny_config.n_ctx
     with pytest.raises(ValueError, match="exceed the context"):
         cache.reserve(tiny_config.n_ctx + 1)
+
+
+def test_a_prompt_read_in_chunks_gets_its_room_once(tiny_model):
+    """A long prompt shares steps in small chunks; its cache is sized for the
+    whole prompt at the first chunk instead of growing (and copying) chunk by chunk."""
+    seq = Sequence(tiny_model.config, "x" * 100, 4)
+    sizes = []
+    while seq.prefilling:
+        for _ in step(tiny_model, [(seq, seq.next_tokens(8))]):
+            pass
+        sizes.append(seq.cache.capacity)
+    assert len(sizes) == 13 and len(set(sizes)) == 1 and sizes[0] >= 101
