@@ -86,13 +86,19 @@ function start(event) {
 async function share() {
   if (!shared) return;
   const { url, key, clientMs } = shared;
-  const response = await fetch(`${url}/client-times`, {
-    method: "POST",
-    headers: { "Content-Type": "application/json" },
-    body: JSON.stringify({ key, client_ms: clientMs }),
-  });
-  if (!response.ok) {
-    setStatus(`the run could not be shared: ${(await response.json()).error.message}`, true);
+  let problem = null;
+  try {
+    const response = await fetch(`${url}/client-times`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ key, client_ms: clientMs }),
+    });
+    if (!response.ok) problem = (await response.json().catch(() => null))?.error?.message ?? `HTTP ${response.status}`;
+  } catch {
+    problem = "the server could not be reached";
+  }
+  if (problem) {
+    setStatus(`your browser's times could not be added to the run (${problem}); the link still replays it`, true);
     return;
   }
   const copied = await copy(url, sharePanel.querySelector("[data-share-link]"));
