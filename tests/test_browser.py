@@ -264,6 +264,8 @@ def test_a_shared_run_replays_the_same_in_a_fresh_browser(browser, page, live_se
         replay.wait_for_function("() => document.getElementById('timeline').data[3].x.length === 30")
         ticks = replay.evaluate("() => document.getElementById('timeline').data.map(t => t.x.length)")
         assert ticks[3:5] == [30, 30]  # the server's ticks and the sharer's browser's
+        axis = replay.evaluate("() => document.getElementById('timeline')._fullLayout.xaxis.title.text")
+        assert axis == "ms since the question was sent"  # no Enter was pressed on this page
         assert replay.locator("#chips .chip").count() == 20
         context.close()
         assert errors == []

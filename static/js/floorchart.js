@@ -8,8 +8,10 @@ import { LiveChart, axis, Plotly } from "./livechart.js";
 const OTHERS = 0, YOU = 1;
 
 class FloorChart extends LiveChart {
-  constructor(el) {
+  // since: what the x axis counts from ("Enter" on the live page, "the question was sent" in a replay)
+  constructor(el, since = "Enter") {
     super(el);
+    this.since = since;
     this.reset();
   }
 
@@ -25,7 +27,7 @@ class FloorChart extends LiveChart {
   }
 
   layout(t) {
-    return { height: 190, xaxis: axis(t, "ms since Enter"), yaxis: axis(t, "seat", { dtick: 1 }) };
+    return { height: 190, xaxis: axis(t, `ms since ${this.since}`), yaxis: axis(t, "seat", { dtick: 1 }) };
   }
 
   colours(t) {

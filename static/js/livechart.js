@@ -20,8 +20,8 @@ class LiveChart {
     const t = theme();
     const layout = { ...baseLayout(t), ...this.layout(t) };
     if (this.el.dataset.height) {
-      // a compact page (the embed): its own size, and no room for a legend (hovering names each trace)
-      Object.assign(layout, { height: Number(this.el.dataset.height), showlegend: false,
+      // a compact page (the embed): its own size, no room for a legend or notes (hovering names each trace)
+      Object.assign(layout, { height: Number(this.el.dataset.height), showlegend: false, annotations: [],
                               margin: { l: 52, r: 40, t: 10, b: 40 } });
     }
     Plotly.react(this.el, this.traces(t), layout, PLOT_CONFIG);

@@ -35,11 +35,13 @@ class RunView {
     this.onStatus = onStatus;
     this.onEnd = onEnd;
     this.machines = $("machines") && new Machines($("machines"));
-    this.timeline = new Timeline($("timeline"));
+    // On the live page the clock starts at Enter; a replay or an embed starts it when the question went out.
+    const since = config.run || config.prompt ? "the question was sent" : "Enter";
+    this.timeline = new Timeline($("timeline"), since);
     // A remote engine's KV cache and floor cannot be seen: no charts then (the page says so).
     this.kv = $("kvchart") && new KvChart($("kvchart"),
       { nCtx: config.n_ctx, bytesPerToken: config.kv_bytes_per_token, budgetBytes: config.kv_budget_bytes });
-    this.floor = $("floorchart") && new FloorChart($("floorchart"));
+    this.floor = $("floorchart") && new FloorChart($("floorchart"), since);
     this.watches = new Stopwatches($("stopwatches"));
     this.watches.show(null, null);
     this.run = null;
