@@ -23,6 +23,7 @@ const view = new RunView(config, {
   onEnd: (msg) => {
     if (msg.type === "done" && msg.run_id) {
       shared = { url: showShare(sharePanel, msg.share_url), key: msg.share_key, clientMs: sent.clientMs };
+      setStatus(`${status.textContent} · share or download it below`);
     }
     sent = null;
     updateButtons();
