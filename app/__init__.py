@@ -6,14 +6,13 @@ from flask import Flask, current_app, render_template, request
 from werkzeug.exceptions import HTTPException
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from . import share
+from . import ratelimit, share
 from .config import from_environment
 from .openai_api import bp as openai_bp
 from .openai_api import error_response
 from .ops import bp as ops_bp
 from .pages import bp as pages_bp
-from .ratelimit import RateLimiter
-from .worker import RATE_LIMIT, engine_worker
+from .worker import engine_worker
 from .ws import reject_foreign_origin, sock
 
 # Plotly injects <style> elements at run time, hence 'unsafe-inline' for styles
@@ -47,7 +46,7 @@ def create_app(config: dict | None = None) -> Flask:
     app.register_blueprint(ops_bp)
     app.register_blueprint(share.bp)
     share.init_app(app)
-    app.extensions[RATE_LIMIT] = RateLimiter(app.config["RATE_LIMIT_PER_MINUTE"])
+    ratelimit.init_app(app)
     engine_worker.init_app(app)
     return app
 

@@ -22,8 +22,9 @@ from engine.sampling import SamplingParams
 from engine.scheduler import EngineStopped, QueueFull, Request, Scheduler
 
 from . import wire
-from .worker import (BUSY, RETRY_AFTER_S, STOPPED, context_length, events_until_end, metrics, rate_limit_text,
-                     rate_limited, scheduler, served_model)
+from .ratelimit import rate_limit_text, rate_limited
+from .worker import (BUSY, RETRY_AFTER_S, STOPPED, context_length, events_until_end, metrics, scheduler,
+                     served_model)
 
 bp = Blueprint("openai", __name__, url_prefix="/v1")
 ERROR_TYPES = {400: "BadRequestError", 404: "NotFoundError", 405: "MethodNotAllowedError",

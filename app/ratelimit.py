@@ -6,7 +6,25 @@ import math
 import threading
 import time
 
+from flask import current_app, request
+
 MAX_ADDRESSES = 10_000  # past this, addresses whose buckets are full again are forgotten
+EXTENSION = "word_factory.rate_limit"
+
+
+def init_app(app):
+    app.extensions[EXTENSION] = RateLimiter(app.config["RATE_LIMIT_PER_MINUTE"])
+
+
+def rate_limited() -> int | None:
+    """Count a new generation against this request's client address (behind
+    trusted proxies, the one ProxyFix found): None if allowed, else the
+    seconds until one is."""
+    return current_app.extensions[EXTENSION].take(request.remote_addr or "unknown")
+
+
+def rate_limit_text(seconds: int) -> str:
+    return f"too many questions from your address: the next one is welcome in {seconds} s"
 
 
 class RateLimiter:

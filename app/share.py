@@ -18,7 +18,7 @@ from flask import Blueprint, Response, abort, current_app, render_template, requ
 from . import exports, wire
 from .openai_api import error_response
 from .pages import page_config
-from .runs import RunStore, new_id, valid_id
+from .runs import RunStore, new_id
 from .worker import served_model
 
 log = logging.getLogger(__name__)
@@ -114,7 +114,7 @@ def client_times(run_id):
         body = wire.loads(request.get_data(cache=False), "the request body")
     except wire.WireError as e:
         return error_response(400, str(e))
-    run = store().get(run_id) if valid_id(run_id) else None
+    run = store().get(run_id)
     if run is None:
         return error_response(404, "no run with this id")
     key, times = (body.get("key"), body.get("client_ms")) if isinstance(body, dict) else (None, None)
@@ -176,8 +176,7 @@ def oembed():
     if parts.netloc != request.host or len(segments) != 3 or segments[1] != "r":
         abort(404, description="url must be the link of a run recorded here: /r/<id>")
     run = recorded(segments[2])
-    width, height = EMBED_SIZE
-    width, height = bounded(width, "maxwidth"), bounded(height, "maxheight")
+    width, height = bounded(EMBED_SIZE[0], "maxwidth"), bounded(EMBED_SIZE[1], "maxheight")
     src = url_for("share.embed", run=run["id"], _external=True)
     html = render_template("oembed_iframe.html", src=src, width=width, height=height)
     return {"version": "1.0", "type": "rich", "provider_name": "Word Factory",

@@ -7,7 +7,7 @@ import logging
 import queue
 import time
 
-from flask import current_app, request
+from flask import current_app
 
 from engine.config import preset
 from engine.events import Done, Failed
@@ -25,7 +25,6 @@ METRICS = "word_factory.metrics"
 BUSY = "the factory is busy: too many requests are waiting, try again soon"
 STOPPED = "the engine is not running; the server needs a restart"
 RETRY_AFTER_S = 2
-RATE_LIMIT = "word_factory.rate_limit"
 
 
 class EngineWorker:
@@ -91,16 +90,6 @@ def events_until_end(running, engine, poll_s: float):
         yield event
         if isinstance(event, (Done, Failed)):
             return
-
-
-def rate_limited() -> int | None:
-    """Count a new generation against this client's address (app/ratelimit.py):
-    None if allowed, else the seconds until one is."""
-    return current_app.extensions[RATE_LIMIT].take(request.remote_addr or "unknown")
-
-
-def rate_limit_text(seconds: int) -> str:
-    return f"too many questions from your address: the next one is welcome in {seconds} s"
 
 
 def metrics() -> Metrics:

@@ -20,8 +20,8 @@ from engine.events import Done, Failed
 from engine.scheduler import EngineStopped, QueueFull, Request, Scheduler
 
 from . import share, wire
-from .worker import (BUSY, RETRY_AFTER_S, STOPPED, events_until_end, metrics, rate_limit_text, rate_limited,
-                     scheduler)
+from .ratelimit import rate_limit_text, rate_limited
+from .worker import BUSY, RETRY_AFTER_S, STOPPED, events_until_end, metrics, scheduler
 
 sock = Sock()
 POLL_S = 0.05  # while a request runs, how often the socket is checked for cancel/disconnect

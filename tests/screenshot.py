@@ -13,7 +13,6 @@ engine's single-core ones.
 
 import argparse
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -21,12 +20,7 @@ import time
 from playwright.sync_api import expect, sync_playwright
 
 from .browser import launch
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from .reliability.server import free_port
 
 
 def typed(page) -> int:

@@ -4,13 +4,6 @@ share it), addresses come from X-Forwarded-For only through trusted proxy
 hops, and extra WebSocket origins are allowed only when configured."""
 
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import openai
 import pytest
@@ -19,10 +12,9 @@ from simple_websocket import Client
 from app.ratelimit import RateLimiter
 
 from .conftest import ask_over_socket, receive_until_done, running_server
+from .reliability.server import Server
 from .test_server import get, upgrade_status
 from .test_share import fetch
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def ask_with(server, headers=None, max_tokens=2):
@@ -96,40 +88,17 @@ def test_extra_origins_are_allowed_only_when_configured(live_server):
         assert upgrade_status(server, "null") == 403
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_gunicorn_serves_the_app_with_the_repos_configuration(tmp_path):
-    """`gunicorn -c gunicorn.conf.py`, as README's "Host a demo" says: the page,
-    a generation over the WebSocket, its share link; SIGTERM stops it."""
-    port = free_port()
-    env = {**os.environ, "WF_MODEL": "tiny", "WF_HOST": "127.0.0.1", "WF_PORT": str(port),
-           "WF_RUNS_DB": str(tmp_path / "runs.sqlite3")}
-    log = tmp_path / "gunicorn.log"
-    with log.open("w") as out:
-        server = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py"], cwd=ROOT, env=env,
-                                  stdout=out, stderr=subprocess.STDOUT)
+    """`gunicorn -c gunicorn.conf.py`, as README's "Host a demo" says (started
+    by the reliability suite's Server): the page, a generation over the
+    WebSocket, its share link; SIGTERM stops it cleanly."""
+    server = Server(tmp_path, "tiny", {})
+    server.start(timeout=30)
     try:
-        base = f"127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if get(f"http://{base}/health")[0] == 200:
-                    break
-            except OSError:
-                assert server.poll() is None, log.read_text()
-                assert time.monotonic() < deadline, "gunicorn did not start within 30 s"
-                time.sleep(0.1)
-        assert get(f"http://{base}/")[0] == 200
-        messages = ask_over_socket(f"ws://{base}/ws", prompt="under gunicorn", max_tokens=6)
+        assert get(f"{server.http}/")[0] == 200
+        messages = ask_over_socket(server.ws, prompt="under gunicorn", max_tokens=6)
         assert [m["type"] for m in messages].count("token") == 6 and messages[-1]["type"] == "done"
-        assert get(f"http://{base}{messages[-1]['share_url']}")[0] == 200
-        server.send_signal(signal.SIGTERM)
-        assert server.wait(timeout=20) == 0
-        assert "Using worker: gthread" in log.read_text()
+        assert get(f"{server.http}{messages[-1]['share_url']}")[0] == 200
     finally:
-        server.kill()
-        server.wait()
+        server.stop()
+    assert server.process.returncode == 0 and "Using worker: gthread" in server.log.read_text()

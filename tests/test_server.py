@@ -3,7 +3,6 @@
 import http.client
 import json
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -18,6 +17,7 @@ from app import create_app
 from app.worker import EXTENSION
 
 from .conftest import receive_until_done, running_server, slow_down, wait_for
+from .reliability.server import free_port
 from .test_ws import BAD_INPUTS
 
 
@@ -183,9 +183,7 @@ def test_connections_leave_no_threads_behind(live_server):
 def test_python_m_app_serves_and_stops_cleanly():
     """The README's command, as a user runs it: serves the page, logs the model's
     load time, prints the URL, and SIGTERM stops it even with a socket open."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     root = Path(__file__).resolve().parent.parent
     server = subprocess.Popen([sys.executable, "-m", "app", "--model", "tiny", "--port", str(port)], cwd=root,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

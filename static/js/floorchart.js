@@ -8,13 +8,6 @@ import { LiveChart, axis, Plotly } from "./livechart.js";
 const OTHERS = 0, YOU = 1;
 
 class FloorChart extends LiveChart {
-  // since: what the x axis counts from ("Enter" on the live page, "the question was sent" in a replay)
-  constructor(el, since = "Enter") {
-    super(el);
-    this.since = since;
-    this.reset();
-  }
-
   reset() {
     this.pending = [];
     this.draw();
@@ -27,7 +20,7 @@ class FloorChart extends LiveChart {
   }
 
   layout(t) {
-    return { height: 190, xaxis: axis(t, `ms since ${this.since}`), yaxis: axis(t, "seat", { dtick: 1 }) };
+    return { height: 190, xaxis: this.timeAxis(t), yaxis: axis(t, "seat", { dtick: 1 }) };
   }
 
   colours(t) {

@@ -14,14 +14,6 @@ function mib(bytes) {
 }
 
 class KvChart extends LiveChart {
-  constructor(el, { nCtx, bytesPerToken, budgetBytes }) {
-    super(el);
-    this.nCtx = nCtx;
-    this.perToken = bytesPerToken;
-    this.budget = budgetBytes;
-    this.reset();
-  }
-
   reset() {
     this.pending = [];
     this.held = { x: [], y: [], text: [] };

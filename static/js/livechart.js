@@ -1,8 +1,9 @@
 // What the live charts share: drawn afresh with Plotly.react on reset, fed
 // through a throttled `flush`, and recoloured when the visitor's colour
-// scheme changes. A chart defines traces(t), layout(t), colours(t) (the
-// per-trace colour update) and flush(), and calls reset() once its own
-// fields are set. An element's data-height makes the chart compact.
+// scheme changes. A chart defines reset() (which draws), traces(t),
+// layout(t), colours(t) (the per-trace colour update) and flush(); the
+// fields it needs come in the constructor's `fields` (`since`: what a time
+// axis counts from). An element's data-height makes the chart compact.
 
 import { throttledToFrames } from "./frame.js";
 import { DARK, theme, baseLayout, PLOT_CONFIG } from "./theme.js";
@@ -10,10 +11,17 @@ import { DARK, theme, baseLayout, PLOT_CONFIG } from "./theme.js";
 const { Plotly } = window;
 
 class LiveChart {
-  constructor(el) {
+  constructor(el, fields = {}) {
     this.el = el;
+    this.since = "Enter"; // the live page's clock starts when the visitor pressed Enter
+    Object.assign(this, fields);
     this.schedule = throttledToFrames(() => this.flush());
     DARK.addEventListener("change", () => this.recolour());
+    this.reset();
+  }
+
+  timeAxis(t) {
+    return axis(t, `ms since ${this.since}`);
   }
 
   draw() {

@@ -5,15 +5,9 @@
 import { FactorySocket } from "./socket.js";
 import { RunView } from "./runview.js";
 import { copy, showShare } from "./share.js";
+import { config, $, setStatus } from "./page.js";
 
-const config = JSON.parse(document.getElementById("page-config").textContent);
-const $ = (id) => document.getElementById(id);
-const form = $("ask"), promptBox = $("prompt"), status = $("status"), sharePanel = $("share");
-
-function setStatus(text, isError = false) {
-  status.textContent = text;
-  status.classList.toggle("error", isError);
-}
+const form = $("ask"), promptBox = $("prompt"), sharePanel = $("share");
 
 let sent = null; // the request in flight: { enter, clientMs } -- when Enter was pressed, each message's arrival
 let shared = null; // the last recorded run: { url, key, clientMs }
@@ -23,7 +17,7 @@ const view = new RunView(config, {
   onEnd: (msg) => {
     if (msg.type === "done" && msg.run_id) {
       shared = { url: showShare(sharePanel, msg.share_url), key: msg.share_key, clientMs: sent.clientMs };
-      setStatus(`${status.textContent} · share or download it below`);
+      setStatus(`${$("status").textContent} · share or download it below`);
     }
     sent = null;
     updateButtons();
@@ -112,7 +106,6 @@ $("cancel").addEventListener("click", () => {
   if (view.running && socket.open) socket.send({ type: "cancel" });
 });
 $("share-button").addEventListener("click", share);
-$("copy-snippet").addEventListener("click", () => copy($("embed-snippet").value, $("embed-snippet")));
 promptBox.addEventListener("keydown", (e) => {
   if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
     e.preventDefault();

@@ -6,15 +6,7 @@ import { RunView } from "./runview.js";
 import { Player } from "./player.js";
 import { FactorySocket } from "./socket.js";
 import { RESIZE, copy, showShare } from "./share.js";
-
-const config = JSON.parse(document.getElementById("page-config").textContent);
-const $ = (id) => document.getElementById(id);
-const status = $("status");
-
-function setStatus(text, isError = false) {
-  status.textContent = text;
-  status.classList.toggle("error", isError);
-}
+import { config, $, setStatus } from "./page.js";
 
 const view = new RunView(config, { onStatus: setStatus, onEnd: () => updateButtons() });
 let updateButtons = () => {};
@@ -30,18 +22,17 @@ if (config.run) {
   if ($("share")) {
     const link = showShare($("share"), config.share_url);
     $("copy-link").addEventListener("click", () => copy(link, $("share").querySelector("[data-share-link]")));
-    $("copy-snippet").addEventListener("click", () => copy($("embed-snippet").value, $("embed-snippet")));
   }
   setStatus(config.run.client_ms ? "recorded run: replayed on the sharer's browser clock"
     : "recorded run: replayed on the server's clock");
   if (config.autoplay) player.play();
 } else {
   // A live embed: one question, asked when the visitor presses Run (or at once with autoplay).
-  let enter = 0;
+  let enter = 0, asked = false;
   const socket = new FactorySocket({
     onOpen: () => {
       updateButtons();
-      if (config.autoplay && !view.running && $("play").dataset.asked !== "1") ask();
+      if (config.autoplay && !asked) ask(); // once: a reconnect does not ask again
     },
     onClose: () => {
       if (view.running) view.abandon();
@@ -51,7 +42,7 @@ if (config.run) {
   });
   const ask = () => {
     if (view.running || !socket.open) return;
-    $("play").dataset.asked = "1";
+    asked = true;
     enter = performance.now();
     socket.send({ type: "generate", prompt: config.prompt, max_tokens: config.max_tokens });
     view.begin();

@@ -12,8 +12,8 @@ import { Stopwatches } from "./stopwatches.js";
 import { addResultRow } from "./results.js";
 import { summarize } from "./stats.js";
 import { onNextFrame } from "./frame.js";
+import { $ } from "./page.js";
 
-const $ = (id) => document.getElementById(id);
 
 // The whole factory's tokens/s while this answer was typed, from the
 // factory's token count at each of this request's steps (server clock).
@@ -37,11 +37,11 @@ class RunView {
     this.machines = $("machines") && new Machines($("machines"));
     // On the live page the clock starts at Enter; a replay or an embed starts it when the question went out.
     const since = config.run || config.prompt ? "the question was sent" : "Enter";
-    this.timeline = new Timeline($("timeline"), since);
+    this.timeline = new Timeline($("timeline"), { since });
     // A remote engine's KV cache and floor cannot be seen: no charts then (the page says so).
     this.kv = $("kvchart") && new KvChart($("kvchart"),
-      { nCtx: config.n_ctx, bytesPerToken: config.kv_bytes_per_token, budgetBytes: config.kv_budget_bytes });
-    this.floor = $("floorchart") && new FloorChart($("floorchart"), since);
+      { nCtx: config.n_ctx, perToken: config.kv_bytes_per_token, budget: config.kv_budget_bytes });
+    this.floor = $("floorchart") && new FloorChart($("floorchart"), { since });
     this.watches = new Stopwatches($("stopwatches"));
     this.watches.show(null, null);
     this.run = null;

@@ -2,7 +2,7 @@
 // downloads, and a snippet that embeds the run in another site with an
 // iframe that resizes itself to its content.
 
-const RESIZE = "word-factory:resize"; // the message embed.js posts to its parent
+const RESIZE = "word-factory:resize"; // the message an embed (replay.js) posts to its parent
 
 function embedSnippet(shareUrl) {
   const url = new URL(shareUrl);
@@ -36,7 +36,9 @@ function showShare(el, sharePath) {
   el.hidden = false;
   const link = el.querySelector("[data-share-link]");
   link.value = shareUrl;
-  el.querySelector("[data-embed-snippet]").value = embedSnippet(shareUrl);
+  const snippet = el.querySelector("[data-embed-snippet]");
+  snippet.value = embedSnippet(shareUrl);
+  el.querySelector("[data-copy-snippet]").onclick = () => copy(snippet.value, snippet); // once, however often shown
   for (const a of el.querySelectorAll("[data-export]")) a.href = `${shareUrl}/${a.dataset.export}`;
   return shareUrl;
 }

@@ -5,18 +5,11 @@
 // A line on the right axis counts the requests that shared each step: the bus.
 
 import { onNextFrame } from "./frame.js";
-import { LiveChart, axis, Plotly } from "./livechart.js";
+import { LiveChart, Plotly } from "./livechart.js";
 
 const WAIT = 0, READ = 1, CHOP = 2, SERVER = 3, BROWSER = 4, BUS = 5;
 
 class Timeline extends LiveChart {
-  // since: what the x axis counts from ("Enter" on the live page, "the question was sent" in a replay)
-  constructor(el, since = "Enter") {
-    super(el);
-    this.since = since;
-    this.reset();
-  }
-
   reset() {
     this.pending = { server: [], browser: [] };
     this.draw();
@@ -44,7 +37,7 @@ class Timeline extends LiveChart {
     return {
       height: 230,
       barmode: "overlay",
-      xaxis: axis(t, `ms since ${this.since}`),
+      xaxis: this.timeAxis(t),
       yaxis: { type: "category", categoryorder: "array", categoryarray: ["browser", "server"],
                range: [-0.5, 1.5], fixedrange: true, gridcolor: t.grid },
       yaxis2: { overlaying: "y", side: "right", rangemode: "tozero", fixedrange: true, showgrid: false,
