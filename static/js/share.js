@@ -43,4 +43,4 @@ function showShare(el, sharePath) {
   return shareUrl;
 }
 
-export { RESIZE, copy, embedSnippet, showShare };
+export { RESIZE, copy, showShare };
