@@ -1,15 +1,17 @@
 """The notebook above the Reader: one request's keys and values, every layer.
 
-Storage grows with use instead of reserving the whole context up front: a
-request holding 300 tokens holds about 300 x 72 KiB, not 4,096 positions'
-worth. Growth is geometric (at least GROW_TOKENS, or 1/8 of what is held) so
-the copies it costs stay a small fraction of the decode work, and `free`
-hands the memory back the moment a request ends.
+Memory follows use: a request holding 300 tokens holds about 300 x 72 KiB,
+not 4,096 positions' worth. A Sequence reserves its whole request (prompt +
+longest answer) at once, as address space whose pages are taken as positions
+are written (engine/memory.py), so it never grows by copying mid-answer; a
+caller that reserves less (a test, a benchmark) grows geometrically (at least
+GROW_TOKENS, or 1/8 of the room) so the copies stay a small fraction of the
+work. `free` hands the memory back the moment a request ends.
 """
 
-import numpy as np
 
 from .config import ModelConfig
+from .memory import reserve_array
 
 GROW_TOKENS = 64
 
@@ -23,8 +25,7 @@ class KVCache:
     def _alloc(self, capacity: int):
         c = self.config
         shape = (c.n_layer, c.n_head, capacity, c.head_size)  # (L, H, cap, hd)
-        self.k = np.empty(shape, dtype=np.float32)
-        self.v = np.empty(shape, dtype=np.float32)
+        self.k, self.v = reserve_array(shape), reserve_array(shape)
 
     @property
     def capacity(self) -> int:
@@ -36,7 +37,8 @@ class KVCache:
         return self.length * self.config.kv_bytes_per_token
 
     @property
-    def bytes_allocated(self) -> int:
+    def bytes_reserved(self) -> int:
+        """Address space reserved; resident is only what has been written."""
         return self.k.nbytes + self.v.nbytes
 
     def reserve(self, n_positions: int):

@@ -82,9 +82,9 @@ class Sequence:
         """What to feed the model this step: the next chunk of at most `budget`
         prompt tokens while reading, else the token typed last."""
         if self.read == 0:
-            # The whole prompt will be read: room for it now, not ~20 growths that each copy the cache while
-            # everyone's step waits (np.empty: the pages are only taken as the chunks fill them).
-            self.cache.reserve(len(self.ids) + 1)
+            # Room for the whole request now: growing later copies the cache while everyone's step waits.
+            # Only address space: the pages are taken as positions are written (engine/memory.py).
+            self.cache.reserve(len(self.ids) + self.n_new)
         tokens = self.ids[self.read : self.read + budget] if self.prefilling else [self.last_id]
         self.feeding = len(tokens)
         return tokens

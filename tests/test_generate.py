@@ -35,7 +35,7 @@ def test_events_arrive_in_order_with_honest_counts(tiny_model, caches):
     assert done.finish_reason == "length"
     assert done.stats.output_tokens == n and done.stats.prompt_tokens == len(ids)
     assert done.stats.ttft_s == pytest.approx(tokens[0].t - (tokenized.t - done.stats.chop_s), abs=1e-3)
-    assert caches[0].bytes_allocated == 0  # freed at the end
+    assert caches[0].bytes_reserved == 0  # freed at the end
 
 
 def test_text_pieces_add_up_to_the_decoded_answer(tiny_model):
@@ -65,7 +65,7 @@ def test_context_full_ends_with_length(tiny_model, caches):
     result = complete(tiny_model, prompt, 100)
     assert len(result.token_ids) == 5  # prompt + answer fill the context exactly
     assert result.finish_reason == "length"
-    assert caches[0].bytes_allocated == 0
+    assert caches[0].bytes_reserved == 0
 
 
 def test_longest_prompt_still_gets_one_token(tiny_model):
@@ -80,7 +80,7 @@ def test_stopping_between_events_frees_the_cache(tiny_model, caches, stop_after)
         if isinstance(event, stop_after):
             break
     run.close()
-    assert all(c.bytes_allocated == 0 for c in caches)
+    assert all(c.bytes_reserved == 0 for c in caches)
 
 
 def test_dropping_the_generator_frees_the_cache(tiny_model, caches):
@@ -88,7 +88,7 @@ def test_dropping_the_generator_frees_the_cache(tiny_model, caches):
     next(run), next(run)
     del run
     gc.collect()
-    assert caches and caches[0].bytes_allocated == 0
+    assert caches and caches[0].bytes_reserved == 0
 
 
 @pytest.mark.parametrize("prompt, max_tokens, message", [

@@ -68,7 +68,7 @@ def test_cancelling_the_running_request_stops_it_and_frees_its_cache(desk, gated
     events = drain(running)
     assert events[-1] == Done(events[-1].t, "cancelled", None)
     assert not any(isinstance(e, Token) for e in events)
-    assert caches and all(c.bytes_allocated == 0 for c in caches)
+    assert caches and all(c.bytes_reserved == 0 for c in caches)
     assert drain(desk.submit("next", 2))[-1].finish_reason == "length"
 
 
@@ -102,7 +102,7 @@ def test_one_failing_request_does_not_stop_the_factory(desk, gated_model, monkey
     failed = drain(desk.submit("sabotage", 5))
     assert isinstance(failed[-1], Failed) and "simulated fault" in failed[-1].message
     assert drain(desk.submit("fine", 3))[-1].finish_reason == "length"
-    assert desk.alive and all(c.bytes_allocated == 0 for c in caches)
+    assert desk.alive and all(c.bytes_reserved == 0 for c in caches)
 
 
 def test_a_closed_desk_refuses_work(gated_model):
@@ -188,7 +188,7 @@ def test_a_reader_who_stops_reading_is_dropped(tiny_model, caches):
         wait_for(lambda: not (scheduler.running or scheduler.waiting), "the engine is still serving a silent reader")
         events = drain(silent)
         assert len(events) == 1 and isinstance(events[0], Failed) and "went unread" in events[0].message
-        assert all(c.bytes_allocated == 0 for c in caches)
+        assert all(c.bytes_reserved == 0 for c in caches)
         assert drain(scheduler.submit("next", 3))[-1].finish_reason == "length"
     finally:
         scheduler.close(timeout=10)
@@ -204,7 +204,7 @@ def test_a_request_past_its_time_limit_is_stopped(tiny_model, caches, monkeypatc
             last = drain(request)[-1]
             assert isinstance(last, Failed) and "longer than 0.2 s" in last.message
         assert scheduler.running == 0 and scheduler.waiting == 0
-        assert all(c.bytes_allocated == 0 for c in caches)
+        assert all(c.bytes_reserved == 0 for c in caches)
     finally:
         scheduler.close(timeout=10)
 

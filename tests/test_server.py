@@ -105,7 +105,7 @@ def test_cancel_and_disconnect_free_the_request(live_server, caches, slow_decode
     ws.close()  # the visitor closes the tab mid-answer
     engine = live_server.engine
     wait_for(lambda: engine.running == 0 and engine.waiting == 0, "the abandoned request is still running")
-    assert len(caches) == 2 and all(c.bytes_allocated == 0 for c in caches)
+    assert len(caches) == 2 and all(c.bytes_reserved == 0 for c in caches)
 
 
 def test_bad_input_over_a_real_socket(live_server):
