@@ -27,7 +27,7 @@ import numpy as np
 from .config import DEFAULT_PRESET, PRESETS, preset
 from .events import Done, Failed
 from .kv_cache import KVCache
-from .model import Model
+from .model import Model, Scratch, linear
 from .questions import question
 from .scheduler import Limits, Scheduler
 from .sequence import Sequence, step
@@ -43,22 +43,22 @@ def timed(fn) -> float:
 
 
 def weight_pass(model: Model, rows: int):
-    """A function running `rows` random rows through every weight matrix once."""
+    """A function running `rows` random rows through every weight matrix once,
+    multiplied as the engine multiplies them (`linear`), and nothing else."""
     rng = np.random.default_rng(0)
     c = model.config
     x_embd = rng.standard_normal((rows, c.n_embd), dtype=np.float32)
     x_mlp = rng.standard_normal((rows, c.n_mlp), dtype=np.float32)
+    out_qkv, out_embd, out_mlp = (np.empty((rows, n), dtype=np.float32) for n in (3 * c.n_embd, c.n_embd, c.n_mlp))
     head_in = x_embd[-1]  # the LM head sees only the sampled position
-    if rows == 1:  # a true matrix-vector product
-        x_embd, x_mlp = x_embd[0], x_mlp[0]
-    lm_head = model.wte.T
+    lm_head, scratch = model.wte.T, Scratch()
 
     def run():
         for b in model.blocks:
-            x_embd @ b.w_qkv
-            x_embd @ b.w_o
-            x_embd @ b.w_fc
-            x_mlp @ b.w_proj
+            linear(x_embd, b.w_qkv, out_qkv, scratch)
+            linear(x_embd, b.w_o, out_embd, scratch)
+            linear(x_embd, b.w_fc, out_mlp, scratch)
+            linear(x_mlp, b.w_proj, out_embd, scratch)
         head_in @ lm_head
 
     return run

@@ -34,9 +34,11 @@ def reserve_array(shape) -> np.ndarray:
     """An uninitialised float32 array whose pages are taken as they are first
     written; plain np.empty where the platform has no private anonymous maps."""
     nbytes = int(np.prod(shape)) * 4
+    if nbytes == 0:  # a freed or empty cache: nothing to map
+        return np.empty(shape, dtype=np.float32)
     try:
         mapping = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE)
-    except (AttributeError, TypeError, ValueError, OSError):  # no flags (Windows), or 0 bytes
+    except (AttributeError, TypeError):  # no private maps here (Windows' mmap takes no flags)
         return np.empty(shape, dtype=np.float32)
     if hasattr(mmap, "MADV_NOHUGEPAGE"):
         mapping.madvise(mmap.MADV_NOHUGEPAGE)

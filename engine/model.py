@@ -23,16 +23,19 @@ from .config import ModelConfig
 from .kv_cache import KVCache
 
 ATTN_BLOCK = 128  # queries per block in causal attention: bounds the scores held at once
+FEW_ROWS = 64  # up to this many rows, `linear` multiplies weight by columns
 GELU_C = np.float32(np.sqrt(2.0 / np.pi))
 GELU_C3 = np.float32(np.sqrt(2.0 / np.pi) * 0.044715)
 
 
 @dataclass
 class Block:
-    w_qkv: np.ndarray  # (C, 3C): queries, keys, values side by side
+    """One layer's weights, each stored (out, in): see `linear`."""
+
+    w_qkv: np.ndarray  # (3C, C): queries, keys, values one after the other
     w_o: np.ndarray  # (C, C)
-    w_fc: np.ndarray  # (C, M)
-    w_proj: np.ndarray  # (M, C)
+    w_fc: np.ndarray  # (M, C)
+    w_proj: np.ndarray  # (C, M)
 
     def matrices(self):
         return (self.w_qkv, self.w_o, self.w_fc, self.w_proj)
@@ -49,10 +52,13 @@ class Model:
             w *= std
             return w
 
+        def weight(n_in, n_out):  # drawn (in, out) as GPT-2 lays it out, stored (out, in) for `linear`
+            return np.ascontiguousarray(normal(n_in, n_out).T)
+
         C, M = config.n_embd, config.n_mlp
         self.wte = normal(config.vocab_size, C)  # token embedding, tied to the LM head
         self.wpe = normal(config.n_ctx, C)  # learned position embedding
-        self.blocks = [Block(normal(C, 3 * C), normal(C, C), normal(C, M), normal(M, C)) for _ in range(config.n_layer)]
+        self.blocks = [Block(weight(C, 3 * C), weight(C, C), weight(C, M), weight(M, C)) for _ in range(config.n_layer)]
         self.q_scale = np.float32(1.0 / np.sqrt(config.head_size))
         self.scratch = Scratch()
 
@@ -96,7 +102,7 @@ class Model:
         qkv, hidden = s.array("qkv", (N, 3 * C)), s.array("hidden", (N, M))
         att = s.array("att", (N, H, hd))
         for layer, block in enumerate(self.blocks):
-            np.matmul(layer_norm(x, c.ln_eps, out=normed), block.w_qkv, out=qkv)
+            linear(layer_norm(x, c.ln_eps, out=normed), block.w_qkv, qkv, s)
             qkv[:, :C] *= self.q_scale
             q, k, v = qkv.reshape(N, 3, H, hd).transpose(1, 2, 0, 3)  # each (H, N, hd)
             row = 0
@@ -106,9 +112,9 @@ class Model:
                 cache.v[layer, :, P : P + T] = v[:, rows]
                 attention(q[:, rows], cache.k[layer, :, : P + T], cache.v[layer, :, : P + T], P, s, att[rows])
                 row += T
-            x += np.matmul(att.reshape(N, C), block.w_o, out=proj)
-            np.matmul(layer_norm(x, c.ln_eps, out=normed), block.w_fc, out=hidden)
-            x += np.matmul(gelu_(hidden, s.array("gelu", (N, M))), block.w_proj, out=proj)
+            x += linear(att.reshape(N, C), block.w_o, proj, s)
+            linear(layer_norm(x, c.ln_eps, out=normed), block.w_fc, hidden, s)
+            x += linear(gelu_(hidden, s.array("gelu", (N, M))), block.w_proj, proj, s)
             yield layer + 1
         for (_, cache), T, P in zip(segments, lengths, starts):
             cache.length = P + T
@@ -149,6 +155,27 @@ class Scratch:
         if buf is None or buf.size < n:
             buf = self._buffers[name] = np.empty(n, dtype=np.float32)
         return buf[:n].reshape(shape)
+
+
+def linear(x: np.ndarray, w: np.ndarray, out: np.ndarray, scratch: Scratch) -> np.ndarray:
+    """x @ w.T into `out`, for rows x (N, in) and a weight stored (out, in).
+
+    OpenBLAS multiplies a few rows through a weight far more slowly per row
+    than one row or hundreds, and the way round matters: stored (out, in), a
+    step of a few rows goes as w @ x^T (then turned back into rows, a copy of a
+    few KB), one row as a matrix-vector product, and a prompt's hundreds of
+    rows as x @ w^T. Measured side by side against x @ w with w stored
+    (in, out), whole decode steps of GPT-2 small: 4 rows -7%, 16 rows -12%,
+    one row the same, a 256-token prefill +7%, 1,024 tokens +1%.
+    """
+    if len(x) == 1:
+        np.matmul(w, x[0], out=out[0])
+    elif len(x) <= FEW_ROWS:
+        by_column = np.matmul(w, x.T, out=scratch.array("linear", (w.shape[0], len(x))))
+        np.copyto(out, by_column.T)
+    else:
+        np.matmul(x, w.T, out=out)
+    return out
 
 
 def layer_norm(x: np.ndarray, eps: float, out: np.ndarray) -> np.ndarray:

@@ -198,18 +198,19 @@ class Scheduler:
             request = self._waiting[0]
             if self._running and self._kv_reserved + request.kv_need > self.limits.kv_budget_bytes:
                 break  # FIFO: nobody overtakes the request at the head of the line
-            self._waiting.popleft()
             request.started = time.perf_counter()
             try:
                 request.seq = Sequence(self.model.config, request.prompt, request.max_tokens, request.sampling,
                                        request.stop, request.arrived)
             except Exception as error:  # checked at submit, so a surprise: fail this one, keep serving
+                self._waiting.popleft()
                 log.exception("admission failed")
                 self._finish(request, Failed(time.perf_counter(), f"the engine could not start this request: {error}"))
                 continue
             taken = {r.seat for r in self._running}
             request.seat = next(seat for seat in range(1, len(taken) + 2) if seat not in taken)
-            self._running.append(request)
+            self._running.append(request)  # on the bus before it leaves the line: never seen in neither
+            self._waiting.popleft()
             self._kv_reserved += request.kv_need
             admitted.append(request)
         if admitted:
@@ -276,11 +277,11 @@ class Scheduler:
 
     def _retire(self, request: Request, event: Done | Failed):
         """A running request is over: free its cache and announce its end."""
+        if request.seq is not None:
+            request.seq.free()  # before it leaves the bus: a factory seen empty holds no cache
         if request in self._running:
             self._running.remove(request)
             self._kv_reserved -= request.kv_need
-        if request.seq is not None:
-            request.seq.free()
         self._finish(request, event)
 
     def _deliver(self, request: Request, event):

@@ -32,13 +32,13 @@ def forward(model, ids):
     x = f64(model.wte)[ids] + f64(model.wpe)[:T]
     future = np.triu(np.ones((T, T), dtype=bool), k=1)
     for b in model.blocks:
-        q, k, v = np.split(layer_norm(x, c.ln_eps) @ f64(b.w_qkv), 3, axis=1)
+        q, k, v = np.split(layer_norm(x, c.ln_eps) @ f64(b.w_qkv).T, 3, axis=1)
         heads = []
         for h in range(H):
             cols = slice(h * hd, (h + 1) * hd)
             scores = q[:, cols] @ k[:, cols].T / np.sqrt(hd)
             scores[future] = -np.inf
             heads.append(softmax(scores) @ v[:, cols])
-        x = x + np.concatenate(heads, axis=1) @ f64(b.w_o)
-        x = x + gelu(layer_norm(x, c.ln_eps) @ f64(b.w_fc)) @ f64(b.w_proj)
+        x = x + np.concatenate(heads, axis=1) @ f64(b.w_o).T
+        x = x + gelu(layer_norm(x, c.ln_eps) @ f64(b.w_fc).T) @ f64(b.w_proj).T
     return layer_norm(x, c.ln_eps) @ f64(model.wte).T
