@@ -17,11 +17,13 @@ positions, measured side by side). The mapping goes back to the system the
 moment its array is dropped.
 
 `release_free_memory`: glibc's malloc keeps blocks it has freed in its heap
-for reuse, so after a crowd leaves, what its steps allocated stays resident
-(measured: 374 MB idle, 510 MB after two batches of 16 x 200-token answers,
-387 MB after `malloc_trim`, which took 7 ms). The scheduler calls it when the
-factory falls idle, so nobody waits for it. On a C library without
-malloc_trim it does nothing.
+for reuse, so after a crowd leaves, what its steps allocated there stays
+resident (measured when KV caches still came from malloc: 374 MB idle, 510 MB
+after two batches of 16 x 200-token answers, 387 MB after `malloc_trim`,
+which took 7 ms). The caches have mappings of their own now; the work arrays
+and events of a crowd's steps still come from the heap. The scheduler calls
+it when the factory falls idle, so nobody waits for it. On a C library
+without malloc_trim it does nothing.
 """
 
 import ctypes

@@ -31,11 +31,13 @@ def test_prefill_then_decode_matches_full_recompute(tiny_model, split):
 
 
 def test_chunked_prefill_matches_one_pass(tiny_model, monkeypatch):
-    # Several attention blocks and a prompt read in uneven pieces.
+    # Several attention blocks, a prompt read in uneven pieces, and each of the three ways `linear`
+    # multiplies (1 row, a few rows, more than FEW_ROWS).
     monkeypatch.setattr(model_module, "ATTN_BLOCK", 16)
     ids = prompt_ids(100, seed=1)
     expected = reference.forward(tiny_model, ids)
     cache = KVCache(tiny_model.config)
+    assert 33 <= model_module.FEW_ROWS < 66
     pieces = [tiny_model.forward(ids[a:b], cache, all_logits=True) for a, b in [(0, 33), (33, 34), (34, 100)]]
     np.testing.assert_allclose(np.concatenate(pieces), expected, rtol=RTOL, atol=ATOL)
 
