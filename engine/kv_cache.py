@@ -9,7 +9,6 @@ GROW_TOKENS, or 1/8 of the room) so the copies stay a small fraction of the
 work. `free` hands the memory back the moment a request ends.
 """
 
-
 from .config import ModelConfig
 from .memory import reserve_array
 
