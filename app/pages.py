@@ -26,6 +26,9 @@ def plotly_js():
     return send_file(PLOTLY_JS, mimetype="text/javascript", max_age=86400)
 
 
+EMBED_SIZE = (700, 500)  # an embedded run's iframe, width and height, as the share snippet and oEmbed give it
+
+
 def page_config(model: str | None = None, remote: bool | None = None) -> dict:
     """What the page's scripts need to know about this server (or, for a
     replay, about the model a run was recorded on); for a remote engine,
@@ -38,6 +41,7 @@ def page_config(model: str | None = None, remote: bool | None = None) -> dict:
         "max_tokens_limit": c["MAX_TOKENS_LIMIT"],
         "default_max_tokens": c["DEFAULT_MAX_TOKENS"],
         "presets": {str(n): question(n) for n in SEED_SIZES},
+        "embed_size": EMBED_SIZE,
     }
     if not config["remote"]:
         shape = preset(config["model"])

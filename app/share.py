@@ -17,7 +17,7 @@ from flask import Blueprint, Response, abort, current_app, render_template, requ
 
 from . import exports, wire
 from .openai_api import error_response
-from .pages import page_config
+from .pages import EMBED_SIZE, page_config
 from .runs import RunStore, new_id
 from .worker import served_model
 
@@ -25,7 +25,6 @@ log = logging.getLogger(__name__)
 bp = Blueprint("share", __name__)
 STORE = "word_factory.runs"
 MAX_EMBED_PROMPT_CHARS = 2000  # a prompt in a query string; longer ones belong in a recorded run
-EMBED_SIZE = (700, 500)  # the iframe's width and height, as the snippet and oEmbed give it
 TRUE, FALSE = ("1", "true", "yes"), ("", "0", "false", "no")
 
 

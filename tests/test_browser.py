@@ -6,9 +6,11 @@ a missing browser is a failure: .ci/run installs Debian's chromium package.
 """
 
 import http.server
+import json
 import os
 import re
 import threading
+import urllib.request
 from types import SimpleNamespace
 from urllib.parse import quote, urlsplit
 
@@ -223,9 +225,12 @@ def shared_run(page, prompt, max_tokens):
 
 def test_an_embed_on_another_site_streams_and_fits_its_frame(browser, page, live_server, other_site):
     """The page's own copy-paste snippet on a blog of another origin, pointed at a live question."""
-    shared_run(page, PROMPT, 4)
+    link, _ = shared_run(page, PROMPT, 4)
     snippet = page.input_value("#embed-snippet")
     src = re.search(r'src="([^"]+)"', snippet)[1]
+    with urllib.request.urlopen(f"{live_server.http}/oembed?url={quote(link)}", timeout=10) as r:
+        oembed = json.loads(r.read())
+    assert f'width="{oembed["width"]}" height="{oembed["height"]}"' in snippet  # one size, however it is embedded
     live = f"{live_server.http}/embed?prompt={quote(PROMPT)}&max_tokens=16&autoplay=1&theme=dark"
     other_site.pages["/post"] = f"<!doctype html><title>A blog</title><link rel=icon href=data:,><h1>My post</h1>{snippet.replace(src, live)}"
     context = browser.new_context()  # the real CSP of the embed; the blog itself has none

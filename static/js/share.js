@@ -2,14 +2,17 @@
 // downloads, and a snippet that embeds the run in another site with an
 // iframe that resizes itself to its content.
 
+import { config } from "./page.js";
+
 const RESIZE = "word-factory:resize"; // the message an embed (replay.js) posts to its parent
 
 function embedSnippet(shareUrl) {
   const url = new URL(shareUrl);
   const runId = url.pathname.split("/").pop();
   const src = `${url.origin}/embed?run=${encodeURIComponent(runId)}`;
-  return `<iframe src="${src}" title="Word Factory run" width="700" height="500" loading="lazy"
-  style="border:0;width:100%;max-width:700px"></iframe>
+  const [width, height] = config.embed_size; // the size oEmbed gives too
+  return `<iframe src="${src}" title="Word Factory run" width="${width}" height="${height}" loading="lazy"
+  style="border:0;width:100%;max-width:${width}px"></iframe>
 <script>
 addEventListener("message", (e) => {
   if (e.origin !== "${url.origin}" || !e.data || e.data.type !== "${RESIZE}") return;
