@@ -165,8 +165,9 @@ def linear(x: np.ndarray, w: np.ndarray, out: np.ndarray, scratch: Scratch) -> n
     step of a few rows goes as w @ x^T (then turned back into rows, a copy of a
     few KB), one row as a matrix-vector product, and a prompt's hundreds of
     rows as x @ w^T. Measured side by side against x @ w with w stored
-    (in, out), whole steps of GPT-2 small: one row 0 to -18%, 4 rows -7 to
-    -15%, 16 rows -3 to -16%, a 256-token prefill +2 to +7%.
+    (in, out), whole steps of GPT-2 small, four runs: one row 0 to -21%, 4
+    rows -7 to -15%, 8 rows -3 to +4%, 16 rows -3 to -16%, a 256-token
+    prefill +1 to +7%.
     """
     if len(x) == 1:
         np.matmul(w, x[0], out=out[0])
