@@ -1,10 +1,8 @@
 """The OpenAI-compatible API against the real server, with the official SDK and raw HTTP."""
 
-import http.client
 import json
 import socket
 import time
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import openai
@@ -14,6 +12,7 @@ from app import create_app
 from app.worker import EXTENSION
 
 from .conftest import ask_over_socket, slow_down, wait_for
+from .http import request
 
 
 @pytest.fixture
@@ -23,23 +22,15 @@ def client(live_server):
 
 def metric(live_server, line_start: str) -> float:
     """The value of the /metrics line that starts with `line_start`."""
-    with urllib.request.urlopen(live_server.http + "/metrics", timeout=10) as r:
-        for line in r.read().decode().splitlines():
-            if line.startswith(line_start):
-                return float(line.rsplit(" ", 1)[1])
+    for line in request(live_server.http + "/metrics")[2].decode().splitlines():
+        if line.startswith(line_start):
+            return float(line.rsplit(" ", 1)[1])
     raise AssertionError(f"no metric line starts with {line_start}")
 
 
 def raw_post(live_server, body: bytes, method="POST", path="/v1/completions"):
-    """(status, headers, body) of a plain HTTP request, no SDK in between."""
-    host, port = live_server.http.removeprefix("http://").split(":")
-    conn = http.client.HTTPConnection(host, int(port), timeout=10)
-    try:
-        conn.request(method, path, body=body, headers={"Content-Type": "application/json"})
-        response = conn.getresponse()
-        return response.status, dict(response.getheaders()), response.read()
-    finally:
-        conn.close()
+    """A JSON body sent as it is, no SDK in between."""
+    return request(live_server.http + path, method, body, {"Content-Type": "application/json"})
 
 
 def test_streaming_with_usage(client):

@@ -10,7 +10,6 @@ import json
 import os
 import re
 import threading
-import urllib.request
 from types import SimpleNamespace
 from urllib.parse import quote, urlsplit
 
@@ -18,6 +17,7 @@ import pytest
 
 from .browser import CHROMIUM, launch
 from .conftest import running_server, slow_down
+from .http import request
 
 if not CHROMIUM and os.environ.get("CI"):
     pytest.fail("Chromium is missing in CI: .ci/run should have installed Debian's chromium", pytrace=False)
@@ -228,8 +228,7 @@ def test_an_embed_on_another_site_streams_and_fits_its_frame(browser, page, live
     link, _ = shared_run(page, PROMPT, 4)
     snippet = page.input_value("#embed-snippet")
     src = re.search(r'src="([^"]+)"', snippet)[1]
-    with urllib.request.urlopen(f"{live_server.http}/oembed?url={quote(link)}", timeout=10) as r:
-        oembed = json.loads(r.read())
+    oembed = json.loads(request(f"{live_server.http}/oembed?url={quote(link)}")[2])
     assert f'width="{oembed["width"]}" height="{oembed["height"]}"' in snippet  # one size, however it is embedded
     live = f"{live_server.http}/embed?prompt={quote(PROMPT)}&max_tokens=16&autoplay=1&theme=dark"
     other_site.pages["/post"] = f"<!doctype html><title>A blog</title><link rel=icon href=data:,><h1>My post</h1>{snippet.replace(src, live)}"

@@ -13,8 +13,8 @@ from app.ratelimit import RateLimiter
 
 from .conftest import ask_over_socket, receive_until_done, running_server
 from .reliability.server import Server
-from .test_server import get, upgrade_status
-from .test_share import fetch
+from .http import request
+from .test_server import upgrade_status
 
 
 def ask_with(server, headers=None, max_tokens=2):
@@ -28,9 +28,9 @@ def ask_with(server, headers=None, max_tokens=2):
 
 
 def complete(server, headers=None):
-    return fetch(server.http + "/v1/completions",
-                 json.dumps({"model": "tiny", "prompt": "hi", "max_tokens": 2}).encode(),
-                 {"Content-Type": "application/json", **(headers or {})})
+    return request(server.http + "/v1/completions", "POST",
+                   json.dumps({"model": "tiny", "prompt": "hi", "max_tokens": 2}).encode(),
+                   {"Content-Type": "application/json", **(headers or {})})
 
 
 def test_the_bucket_refills_over_the_minute():
@@ -52,7 +52,7 @@ def test_the_limit_is_shared_by_the_page_and_the_api():
         assert complete(server)[0] == 200
         refused = ask_with(server)
         status, headers, body = complete(server)
-        health = get(server.http + "/health")[0]
+        health = request(server.http + "/health")[0]
     assert refused["type"] == "error" and refused["retry_after_s"] >= 1 and "too many questions" in refused["message"]
     assert status == 429 and int(headers["Retry-After"]) >= 1
     assert json.loads(body)["error"]["code"] == 429 and health == 200  # only generations are counted
@@ -95,10 +95,10 @@ def test_gunicorn_serves_the_app_with_the_repos_configuration(tmp_path):
     server = Server(tmp_path, "tiny", {})
     server.start(timeout=30)
     try:
-        assert get(f"{server.http}/")[0] == 200
+        assert request(f"{server.http}/")[0] == 200
         messages = ask_over_socket(server.ws, prompt="under gunicorn", max_tokens=6)
         assert [m["type"] for m in messages].count("token") == 6 and messages[-1]["type"] == "done"
-        assert get(f"{server.http}{messages[-1]['share_url']}")[0] == 200
+        assert request(f"{server.http}{messages[-1]['share_url']}")[0] == 200
     finally:
         server.stop()
     assert server.process.returncode == 0 and "Using worker: gthread" in server.log.read_text()

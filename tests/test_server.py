@@ -6,8 +6,6 @@ import signal
 import subprocess
 import sys
 import threading
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -17,13 +15,9 @@ from app import create_app
 from app.worker import EXTENSION
 
 from .conftest import receive_until_done, running_server, slow_down, wait_for
+from .http import request
 from .reliability.server import free_port
 from .test_ws import BAD_INPUTS
-
-
-def get(url, headers=None):
-    with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=10) as r:
-        return r.status, dict(r.headers), r.read()
 
 
 def test_the_factory_builds_from_settings(monkeypatch):
@@ -45,7 +39,7 @@ def test_a_bad_setting_is_named(monkeypatch):
 
 
 def test_the_page_is_served_with_its_config_and_a_strict_policy(live_server):
-    status, headers, body = get(live_server.http + "/")
+    status, headers, body = request(live_server.http + "/")
     page = body.decode()
     assert status == 200 and "random weights" in page
     config = json.loads(page.split('<script type="application/json" id="page-config">')[1].split("</script>")[0])
@@ -58,14 +52,11 @@ def test_the_page_is_served_with_its_config_and_a_strict_policy(live_server):
 
 
 def test_plotly_comes_from_the_installed_package_and_is_cached(live_server):
-    status, headers, body = get(live_server.http + "/vendor/plotly.min.js")
+    status, headers, body = request(live_server.http + "/vendor/plotly.min.js")
     assert status == 200 and headers["Content-Type"].startswith("text/javascript")
     assert b"plotly" in body[:2000].lower() and len(body) > 1_000_000
     assert "max-age=86400" in headers["Cache-Control"]
-    with pytest.raises(urllib.error.HTTPError) as not_modified:
-        get(live_server.http + "/vendor/plotly.min.js", {"If-None-Match": headers["ETag"]})
-    not_modified.value.close()
-    assert not_modified.value.code == 304
+    assert request(live_server.http + "/vendor/plotly.min.js", headers={"If-None-Match": headers["ETag"]})[0] == 304
 
 
 def test_a_request_over_a_real_socket(live_server):
@@ -190,7 +181,7 @@ def test_python_m_app_serves_and_stops_cleanly():
     try:
         line = server.stdout.readline()
         assert f"serving tiny on http://127.0.0.1:{port}/" in line
-        assert get(f"http://127.0.0.1:{port}/")[0] == 200
+        assert request(f"http://127.0.0.1:{port}/")[0] == 200
         ws = Client.connect(f"ws://127.0.0.1:{port}/ws")
         server.send_signal(signal.SIGTERM)
         assert server.wait(timeout=10) == 0

@@ -8,24 +8,13 @@ import io
 import json
 import re
 import threading
-import urllib.error
 import urllib.parse
-import urllib.request
 
 import pytest
 from simple_websocket import Client
 
 from .conftest import ask_over_socket, receive_until_done, running_server, slow_down
-
-
-def fetch(url, data=None, headers=None):
-    """(status, headers, body) of a GET (or a POST of `data`), errors included."""
-    request = urllib.request.Request(url, data=data, headers=headers or {}, method="POST" if data else "GET")
-    try:
-        with urllib.request.urlopen(request, timeout=10) as r:
-            return r.status, r.headers, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.headers, e.read()
+from .http import request
 
 
 def page_config(html: bytes) -> dict:
@@ -40,14 +29,14 @@ def recorded(live_server):
 
 
 def post_times(live_server, done, body):
-    return fetch(live_server.http + done["share_url"] + "/client-times", json.dumps(body).encode(),
-                 {"Content-Type": "application/json"})
+    return request(live_server.http + done["share_url"] + "/client-times", "POST", json.dumps(body).encode(),
+                   {"Content-Type": "application/json"})
 
 
 def test_a_finished_run_is_recorded_with_its_link(live_server, recorded):
     messages, done = recorded
     assert done["type"] == "done" and done["share_url"] == f"/r/{done['run_id']}" and len(done["share_key"]) >= 16
-    status, headers, body = fetch(live_server.http + done["share_url"])
+    status, headers, body = request(live_server.http + done["share_url"])
     assert status == 200 and headers["Content-Type"].startswith("text/html")
     config = page_config(body)
     # the replay gets every message as it was sent (the done without the owner's fields)
@@ -78,12 +67,12 @@ def test_the_downloads_agree_with_the_run(live_server, recorded):
     base = live_server.http + done["share_url"]
     tokens = [m for m in messages if m["type"] == "token"]
 
-    status, headers, body = fetch(base + "/run.json")
+    status, headers, body = request(base + "/run.json")
     run = json.loads(body)
     assert status == 200 and headers["Content-Disposition"].startswith("attachment;")
     assert run["id"] == done["run_id"] and run["prompt"] == "Share <b>me</b>" and run["settings"]["max_tokens"] == 12
 
-    status, headers, body = fetch(base + "/tokens.csv")
+    status, headers, body = request(base + "/tokens.csv")
     rows = list(csv.DictReader(io.StringIO(body.decode())))
     assert status == 200 and headers["Content-Type"] == "text/csv; charset=utf-8"
     assert [int(r["index"]) for r in rows] == list(range(12))
@@ -92,7 +81,7 @@ def test_the_downloads_agree_with_the_run(live_server, recorded):
     gaps = [float(r["gap_ms"]) for r in rows[1:]]
     assert rows[0]["gap_ms"] == "" and gaps == pytest.approx([b["t_ms"] - a["t_ms"] for a, b in zip(tokens, tokens[1:])])
 
-    status, headers, body = fetch(base + "/trace.json")
+    status, headers, body = request(base + "/trace.json")
     events = json.loads(body)["traceEvents"]
     spans = [e for e in events if e["ph"] == "X"]
     names = [e["name"] for e in spans]
@@ -115,16 +104,16 @@ def test_only_the_owner_adds_the_browsers_times(live_server, recorded):
                 {"key": done["share_key"]}, {"client_ms": times}, ["not", "an object"]):
         status, _, body = post_times(live_server, done, bad)
         assert status == 400 and json.loads(body)["error"]["message"]
-    status, _, body = fetch(live_server.http + done["share_url"] + "/client-times", b"{nope",
-                            {"Content-Type": "application/json"})
+    status, _, body = request(live_server.http + done["share_url"] + "/client-times", "POST", b"{nope",
+                              {"Content-Type": "application/json"})
     assert status == 400 and "not valid JSON" in json.loads(body)["error"]["message"]
     assert post_times(live_server, {"share_url": "/r/AAAAAAAAAAAAAAAA"}, {"key": "k", "client_ms": []})[0] == 404
 
     assert post_times(live_server, done, {"key": done["share_key"], "client_ms": times})[0] == 204
-    rows = list(csv.DictReader(io.StringIO(fetch(live_server.http + done["share_url"] + "/tokens.csv")[2].decode())))
+    rows = list(csv.DictReader(io.StringIO(request(live_server.http + done["share_url"] + "/tokens.csv")[2].decode())))
     token_positions = [i for i, m in enumerate(messages) if m["type"] == "token"]
     assert [float(r["client_ms"]) for r in rows] == [times[i] for i in token_positions]
-    trace = json.loads(fetch(live_server.http + done["share_url"] + "/trace.json")[2])["traceEvents"]
+    trace = json.loads(request(live_server.http + done["share_url"] + "/trace.json")[2])["traceEvents"]
     assert len([e for e in trace if e["ph"] == "i" and e["tid"] == 2]) == 12  # the browser's thread
 
 
@@ -133,7 +122,7 @@ def test_only_the_owner_adds_the_browsers_times(live_server, recorded):
                                   "/static/..%2Fapp%2Fconfig.py", "/static/../app/config.py",
                                   "/embed?run=AAAAAAAAAAAAAAAA", "/embed?run=../../x"])
 def test_unknown_runs_and_paths_get_a_404_page(live_server, path):
-    status, headers, body = fetch(live_server.http + path)
+    status, headers, body = request(live_server.http + path)
     assert status == 404 and headers["Content-Type"].startswith("text/html")
     assert "404" in body.decode() and "Traceback" not in body.decode()
 
@@ -149,19 +138,19 @@ def test_unknown_runs_and_paths_get_a_404_page(live_server, path):
     ("?prompt=" + "x" * 2001, "longer than 2000 characters"),
 ])
 def test_bad_embed_queries_get_a_400_page_that_says_why(live_server, query, message):
-    status, headers, body = fetch(live_server.http + "/embed" + query)
+    status, headers, body = request(live_server.http + "/embed" + query)
     assert status == 400 and headers["Content-Type"].startswith("text/html") and message in body.decode()
 
 
 def test_the_embed_view(live_server, recorded):
     _, done = recorded
-    status, _, body = fetch(live_server.http + "/embed?prompt=" + urllib.parse.quote("<script>x</script>") +
+    status, _, body = request(live_server.http + "/embed?prompt=" + urllib.parse.quote("<script>x</script>") +
                             "&max_tokens=7&autoplay=1&theme=dark&utm_source=blog")  # others' parameters are ignored
     config = page_config(body)
     assert status == 200 and '<html lang="en" data-theme="dark">' in body.decode()
     assert config["prompt"] == "<script>x</script>" and config["max_tokens"] == 7 and config["autoplay"] is True
     assert "<script>x</script>" not in body.decode().split('id="page-config"')[0]  # shown as text only
-    status, _, body = fetch(live_server.http + f"/embed?run={done['run_id']}&theme=light")
+    status, _, body = request(live_server.http + f"/embed?run={done['run_id']}&theme=light")
     config = page_config(body)
     assert status == 200 and config["run"]["messages"][-1]["type"] == "done" and config["autoplay"] is False
 
@@ -169,31 +158,31 @@ def test_the_embed_view(live_server, recorded):
 def test_only_the_embed_and_replays_may_be_framed_by_others(live_server, recorded):
     _, done = recorded
     for path in ("/embed?prompt=hi", done["share_url"]):
-        headers = fetch(live_server.http + path)[1]
+        headers = request(live_server.http + path)[1]
         assert "frame-ancestors *" in headers["Content-Security-Policy"] and "X-Frame-Options" not in headers
     for path in ("/", done["share_url"] + "/run.json", "/r/AAAAAAAAAAAAAAAA/tokens.csv", "/health", "/v1/models"):
-        headers = fetch(live_server.http + path)[1]
+        headers = request(live_server.http + path)[1]
         assert "frame-ancestors 'self'" in headers["Content-Security-Policy"] and headers["X-Frame-Options"] == "SAMEORIGIN"
 
 
 def test_frame_ancestors_are_configurable():
     with running_server({"MODEL": "tiny", "FRAME_ANCESTORS": "https://blog.example"}) as server:
-        headers = fetch(server.http + "/embed?prompt=hi")[1]
+        headers = request(server.http + "/embed?prompt=hi")[1]
     assert "frame-ancestors https://blog.example;" in headers["Content-Security-Policy"] + ";"
 
 
 def test_oembed_answers_for_a_runs_link(live_server, recorded):
     _, done = recorded
     link = live_server.http + done["share_url"]
-    status, headers, body = fetch(f"{live_server.http}/oembed?url={urllib.parse.quote(link)}&maxwidth=500")
+    status, headers, body = request(f"{live_server.http}/oembed?url={urllib.parse.quote(link)}&maxwidth=500")
     answer = json.loads(body)
     assert status == 200 and headers["Content-Type"] == "application/json"
     assert answer["version"] == "1.0" and answer["type"] == "rich" and answer["width"] == 500
     assert f'src="{live_server.http}/embed?run={done["run_id"]}"' in answer["html"]
-    assert fetch(f"{live_server.http}/oembed?url={urllib.parse.quote(link)}&format=xml")[0] == 501
+    assert request(f"{live_server.http}/oembed?url={urllib.parse.quote(link)}&format=xml")[0] == 501
     for url in ("http://elsewhere.example" + done["share_url"], live_server.http + "/", "", link + "/run.json"):
-        assert fetch(f"{live_server.http}/oembed?url={urllib.parse.quote(url)}")[0] == 404
-    assert fetch(f"{live_server.http}/oembed?url={urllib.parse.quote(link)}&maxheight=-1")[0] == 400
+        assert request(f"{live_server.http}/oembed?url={urllib.parse.quote(url)}")[0] == 404
+    assert request(f"{live_server.http}/oembed?url={urllib.parse.quote(link)}&maxheight=-1")[0] == 400
 
 
 def test_runs_are_saved_while_links_are_read(live_server, recorded):
@@ -209,7 +198,7 @@ def test_runs_are_saved_while_links_are_read(live_server, recorded):
 
     def read():
         try:
-            assert fetch(live_server.http + done["share_url"])[0] == 200
+            assert request(live_server.http + done["share_url"])[0] == 200
         except Exception as e:  # noqa: BLE001
             errors.append(e)
 
@@ -220,4 +209,4 @@ def test_runs_are_saved_while_links_are_read(live_server, recorded):
         t.join(60)
     assert errors == [] and len(results) == 20
     for done in results:
-        assert fetch(live_server.http + done["share_url"] + "/tokens.csv")[2].decode().count("\n") == 9
+        assert request(live_server.http + done["share_url"] + "/tokens.csv")[2].decode().count("\n") == 9

@@ -77,7 +77,7 @@ def bad_input(server: Server, p) -> Phase:
         ws.vanish()
         phase.check(f"page: {what}", passed, got[:120])
     for what, method, path, body, headers, expected in BAD_API:
-        status, response_headers, text = get(server, path, {"X-Forwarded-For": address(6, 2), **headers},
+        status, _, text = get(server, path, {"X-Forwarded-For": address(6, 2), **headers},
                                              method, body)
         clean = (status < 500 or status == 501) and b"Traceback" not in text  # 501: oEmbed's "format not served"
         if path.startswith("/v1/") and status >= 400:

@@ -2,13 +2,13 @@
 addresses and questions, raw HTTP, and the baseline of the worker's threads,
 files and memory that every client must leave as it found it."""
 
-import http.client
 import random
 import time
 from dataclasses import dataclass, field
 
 from simple_websocket import Client
 
+from ..http import request
 from .rawws import RawSocket
 from .server import Server
 
@@ -52,14 +52,8 @@ def question(rng: random.Random, max_bytes: int) -> str:
 
 
 def get(server: Server, path: str, headers: dict | None = None, method="GET", body: bytes | None = None):
-    """(status, headers, body) of one raw HTTP request; never raises on a status."""
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
-    try:
-        conn.request(method, path, body=body, headers=headers or {})
-        response = conn.getresponse()
-        return response.status, dict(response.getheaders()), response.read()
-    finally:
-        conn.close()
+    """(status, headers, body) of one raw HTTP request to the server; never raises on a status."""
+    return request(f"http://127.0.0.1:{server.port}{path}", method, body, headers, timeout=30)
 
 
 def wait_until_idle(server: Server, phase: Phase, baseline: dict, timeout: float = SETTLE_S):
