@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from engine.events import Done, Event, Failed, PrefillProgress, Prefilled, Queued, Token, Tokenized
 from engine.sampling import SamplingParams
-from engine.stopwatch import Stats
+from engine.stopwatch import Stats, ms
 
 from .remote import Notice
 
@@ -137,7 +137,6 @@ def event_message(event: Event, arrived: float) -> dict:
 
 def stats_message(stats: Stats) -> dict:
     """A request's figures in milliseconds, named as the page's stopwatches name them."""
-    ms = lambda seconds: None if seconds is None else seconds * 1e3  # noqa: E731
     return {
         "prompt_tokens": stats.prompt_tokens,
         "output_tokens": stats.output_tokens,

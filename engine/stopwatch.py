@@ -64,8 +64,8 @@ class Stats:
             "chop_ms": self.chop_s * 1e3,
             "read_ms": self.prefill_s * 1e3,
             "ttft_ms": self.ttft_s * 1e3,
-            "gap_p50_ms": _ms(self.itl_p50_s),
-            "gap_p99_ms": _ms(self.itl_p99_s),
+            "gap_p50_ms": ms(self.itl_p50_s),
+            "gap_p99_ms": ms(self.itl_p99_s),
             "total_s": self.total_s,
             "tokens_per_s": self.decode_tokens_per_s,
             "prefill_ms_per_token": self.prefill_ms_per_token,
@@ -75,7 +75,8 @@ class Stats:
         }
 
 
-def _ms(seconds: float | None) -> float | None:
+def ms(seconds: float | None) -> float | None:
+    """Seconds as milliseconds; None stays None (a figure one token cannot have)."""
     return None if seconds is None else seconds * 1e3
 
 
