@@ -52,13 +52,11 @@ class Model:
             w *= std
             return w
 
-        def weight(n_in, n_out):  # drawn (in, out) as GPT-2 lays it out, stored (out, in) for `linear`
-            return np.ascontiguousarray(normal(n_in, n_out).T)
-
         C, M = config.n_embd, config.n_mlp
         self.wte = normal(config.vocab_size, C)  # token embedding, tied to the LM head
         self.wpe = normal(config.n_ctx, C)  # learned position embedding
-        self.blocks = [Block(weight(C, 3 * C), weight(C, C), weight(C, M), weight(M, C)) for _ in range(config.n_layer)]
+        # each weight (out, in), the way `linear` multiplies it
+        self.blocks = [Block(normal(3 * C, C), normal(C, C), normal(M, C), normal(C, M)) for _ in range(config.n_layer)]
         self.q_scale = np.float32(1.0 / np.sqrt(config.head_size))
         self.scratch = Scratch()
 
