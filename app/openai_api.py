@@ -5,7 +5,9 @@ factory unchanged.
 Errors are `{"error": {"message", "type", "param", "code"}}` with `code` the
 HTTP status. Once a stream has started with 200, a failure goes in-band:
 `data: {"error": ...}` then `data: [DONE]`. A client that disconnects
-mid-stream cancels its request at the next token it fails to receive.
+before its answer is complete -- mid-stream, while in line, or while a whole
+response is being made -- cancels its request within one engine step (or
+EVENT_WAIT_S while it waits in line).
 """
 
 import json
@@ -23,6 +25,7 @@ from engine.scheduler import EngineStopped, QueueFull, Request, Scheduler
 
 from . import wire
 from .ratelimit import rate_limit_text, rate_limited
+from .server import hangup_detector
 from .worker import (BUSY, RETRY_AFTER_S, STOPPED, context_length, events_until_end, metrics, scheduler,
                      served_model)
 
@@ -30,7 +33,8 @@ bp = Blueprint("openai", __name__, url_prefix="/v1")
 ERROR_TYPES = {400: "BadRequestError", 404: "NotFoundError", 405: "MethodNotAllowedError",
                413: "RequestEntityTooLargeError", 429: "TooManyRequestsError", 500: "InternalServerError",
                503: "ServiceUnavailableError"}
-EVENT_WAIT_S = 1.0  # how often a waiting response checks that the engine still lives
+EVENT_WAIT_S = 1.0  # how often a waiting response checks that the engine still lives and its client is there
+CLIENT_LEFT = 499  # nginx's "client closed request": only the access log sees it
 # Fields clients send by default that this server accepts only at their no-op value.
 NO_OP_FIELDS = {"top_p": (None, 1, 1.0), "frequency_penalty": (None, 0, 0.0), "presence_penalty": (None, 0, 0.0),
                 "logprobs": (None,), "echo": (None, False), "best_of": (None, 1), "suffix": (None,),
@@ -165,10 +169,11 @@ def completions():
         metrics().rejected()
         raise
     cid, created, engine = f"cmpl-{uuid.uuid4().hex}", int(time.time()), scheduler()
+    events = events_while_connected(running, engine, hangup_detector(request.environ))
     if completion.stream:
-        return Response(stream(completion, running, engine, cid, created), mimetype="text/event-stream",
+        return Response(stream(completion, running, events, cid, created), mimetype="text/event-stream",
                         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-    return whole(completion, running, engine, cid, created)
+    return whole(completion, running, events, cid, created)
 
 
 def submit(completion: Completion) -> Request:
@@ -193,15 +198,31 @@ def usage(running: Request, tokens: int) -> dict:
             "total_tokens": running.prompt_tokens + tokens}
 
 
-def stream(completion: Completion, running: Request, engine: Scheduler, cid: str, created: int):
+class ClientLeft(Exception):
+    """The HTTP client went away before its answer was complete."""
+
+
+def events_while_connected(running: Request, engine: Scheduler, gone):
+    """The request's events (None while nothing happens) through its end;
+    if `gone()` says the client left first, the request is cancelled and
+    ClientLeft raised."""
+    for event in events_until_end(running, engine, EVENT_WAIT_S):
+        if gone():
+            running.cancel()  # nobody will read the answer: stop making it
+            raise ClientLeft
+        yield event
+
+
+def stream(completion: Completion, running: Request, events, cid: str, created: int):
     """Server-sent events: one chunk per token, finish_reason on the last one,
-    then the usage chunk if asked for, then [DONE]. A disconnect closes this
-    generator at its next yield, and the request is cancelled."""
+    then the usage chunk if asked for, then [DONE]. A client that leaves is
+    noticed at its next event or at the next write, whichever comes first;
+    either way the request is cancelled."""
     head = {"id": cid, "object": "text_completion", "created": created, "model": completion.model}
     extra = {"usage": None} if completion.include_usage else {}
     tokens = 0
     try:
-        for event in events_until_end(running, engine, EVENT_WAIT_S):
+        for event in events:
             if isinstance(event, Token):
                 tokens += 1
                 yield sse({**head, "choices": [choice(event.text, event.finish_reason)], **extra})
@@ -211,20 +232,25 @@ def stream(completion: Completion, running: Request, engine: Scheduler, cid: str
             elif isinstance(event, Done) and completion.include_usage:
                 yield sse({**head, "choices": [], "usage": usage(running, tokens)})
         yield "data: [DONE]\n\n"
+    except ClientLeft:
+        return  # nobody to tell
     finally:
         running.cancel()  # no-op once finished; stops the engine if the client left
 
 
-def whole(completion: Completion, running: Request, engine: Scheduler, cid: str, created: int) -> Response:
+def whole(completion: Completion, running: Request, events, cid: str, created: int) -> Response:
     texts, finish_reason = [], None
-    for event in events_until_end(running, engine, EVENT_WAIT_S):
-        if isinstance(event, Token):
-            texts.append(event.text)
-            finish_reason = event.finish_reason
-        elif isinstance(event, Failed):
-            return error_response(500, event.message)
-        elif isinstance(event, Done) and event.finish_reason == "cancelled":
-            return error_response(503, "the request was cancelled by the server")
+    try:
+        for event in events:
+            if isinstance(event, Token):
+                texts.append(event.text)
+                finish_reason = event.finish_reason
+            elif isinstance(event, Failed):
+                return error_response(500, event.message)
+            elif isinstance(event, Done) and event.finish_reason == "cancelled":
+                return error_response(503, "the request was cancelled by the server")
+    except ClientLeft:
+        return Response(status=CLIENT_LEFT)  # the answer would go nowhere
     body = {"id": cid, "object": "text_completion", "created": created, "model": completion.model,
             "choices": [choice("".join(texts), finish_reason)], "usage": usage(running, len(texts))}
     return Response(json.dumps(body, ensure_ascii=False), mimetype="application/json")

@@ -11,7 +11,7 @@ import pytest
 from app import create_app
 from app.worker import EXTENSION
 
-from .conftest import ask_over_socket, slow_down, wait_for
+from .conftest import ask_over_socket, running_server, slow_down, wait_for
 from .http import request
 
 
@@ -126,20 +126,59 @@ def test_oversized_body_gets_413_and_wrong_method_405(live_server):
     assert status == 404 and json.loads(payload)["error"]["code"] == 404
 
 
-def test_a_client_leaving_mid_stream_cancels_its_request(live_server, monkeypatch):
-    slow_down(monkeypatch, live_server.engine.model)
-    cancelled = metric(live_server, 'word_factory:requests_total{model_name="tiny",outcome="cancelled"}')
-    host, port = live_server.http.removeprefix("http://").split(":")
-    body = json.dumps({"model": "tiny", "prompt": "hi", "max_tokens": 100, "stream": True}).encode()
+def outcomes(server) -> tuple[float, float]:
+    """How many requests the server has counted as cancelled and as finished."""
+    return tuple(metric(server, f'word_factory:requests_total{{model_name="tiny",outcome="{outcome}"}}')
+                 for outcome in ("cancelled", "finished"))
+
+
+def post_on_a_socket(server, **completion) -> socket.socket:
+    """Send a completion request on a raw socket, left open for the caller to read or abandon."""
+    host, port = server.http.removeprefix("http://").split(":")
+    body = json.dumps({"model": "tiny", "prompt": "hi", **completion}).encode()
     sock = socket.create_connection((host, int(port)), timeout=10)
     sock.sendall(f"POST /v1/completions HTTP/1.1\r\nHost: {host}\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+    return sock
+
+
+def test_a_client_leaving_mid_stream_cancels_its_request(live_server, monkeypatch):
+    slow_down(monkeypatch, live_server.engine.model)
+    cancelled, finished = outcomes(live_server)
+    sock = post_on_a_socket(live_server, max_tokens=100, stream=True)
     received = b""
     while received.count(b"data: ") < 3:  # read a few tokens, then vanish
         received += sock.recv(4096)
     sock.close()
     engine = live_server.engine
     wait_for(lambda: engine.running == 0 and engine.waiting == 0, "the abandoned request kept running")
-    assert metric(live_server, 'word_factory:requests_total{model_name="tiny",outcome="cancelled"}') == cancelled + 1
+    assert outcomes(live_server) == (cancelled + 1, finished)
+
+
+def test_a_client_leaving_before_its_whole_answer_cancels_it(live_server, monkeypatch):
+    """A non-streaming response writes nothing until the answer is complete;
+    the engine must still stop typing for a client that has gone."""
+    slow_down(monkeypatch, live_server.engine.model, seconds=0.02)  # 100 tokens would take over 2 s
+    cancelled, finished = outcomes(live_server)
+    engine = live_server.engine
+    sock = post_on_a_socket(live_server, max_tokens=100)
+    wait_for(lambda: engine.running == 1, "the request never started")
+    sock.close()
+    wait_for(lambda: engine.running == 0 and engine.waiting == 0, "the abandoned request kept running", timeout=1.5)
+    assert outcomes(live_server) == (cancelled + 1, finished)
+
+
+def test_a_client_leaving_while_in_line_leaves_the_line(monkeypatch):
+    with running_server({"MODEL": "tiny", "MAX_RUNNING": 1}) as server:
+        engine = server.engine
+        slow_down(monkeypatch, engine.model, seconds=0.02)
+        seated = engine.submit("holding the only seat", 200)
+        waiting = post_on_a_socket(server, max_tokens=5, stream=True)
+        wait_for(lambda: engine.waiting == 1, "the second request did not queue")
+        waiting.close()
+        wait_for(lambda: engine.waiting == 0, "the abandoned request stayed in line", timeout=2.5)
+        assert engine.running == 1 and not seated.cancelled  # the seated one typed on
+        assert outcomes(server)[0] == 1
+        seated.cancel()
 
 
 def test_models_health_and_metrics(live_server, client):
