@@ -3,6 +3,7 @@
 import http.client
 import json
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -12,6 +13,7 @@ import pytest
 from simple_websocket import Client, ConnectionClosed
 
 from app import create_app
+from app.server import hangup_detector
 from app.worker import EXTENSION
 
 from .conftest import receive_until_done, running_server, slow_down, wait_for
@@ -191,3 +193,20 @@ def test_python_m_app_serves_and_stops_cleanly():
         server.kill()
         out, err = server.communicate()
     assert "model tiny loaded" in err and "warm-up run" in err
+
+
+@pytest.mark.parametrize("key", ["werkzeug.socket", "gunicorn.socket"])
+def test_a_departed_http_client_is_noticed_under_either_server(key):
+    """hangup_detector reads the client's socket as the server hands it over:
+    still there while silent or while a pipelined request waits unread; gone
+    once the client has closed. Without a socket it can only say "there"."""
+    server_side, client_side = socket.socketpair()
+    with server_side, client_side:
+        gone = hangup_detector({key: server_side})
+        assert not gone()
+        client_side.sendall(b"GET /next HTTP/1.1\r\n\r\n")  # pipelined: not a hang-up, and left unread
+        assert not gone() and server_side.recv(64, socket.MSG_PEEK).startswith(b"GET /next")
+        server_side.recv(64)
+        client_side.close()
+        assert gone()
+    assert not hangup_detector({})()
